@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# The one command that sets up a fresh machine and runs every check of stream-dedup:
+#   1. Python package + dev extras (pip install -e '.[dev]')
+#   2. Debian packages the integration tests use, installed only when missing:
+#      kcat, prometheus (+ java and maven for the broker, normally already present)
+#   3. Kafka broker jars (deploy/kafka/pom.xml via maven, cached in deploy/kafka/.m2/)
+#   4. a fresh real Kafka broker on 127.0.0.1:$TEST_KAFKA_PORT (default 19092, so a developer's
+#      broker on 9092 is left alone), stopped again on exit whatever happens
+#   5. ruff check stream_dedup tests
+#   6. python -m pytest (all tests; "no tests collected" counts as a failure)
+# Exit status: pytest's, or 1 when ruff or a setup step failed.
+#
+# The tests see STREAM_DEDUP_KAFKA_BOOTSTRAP=127.0.0.1:$TEST_KAFKA_PORT and the KAFKA_PORT,
+# KAFKA_CONTROLLER_PORT, KAFKA_RUN_DIR of that broker, so `bash deploy/kafka.sh kill9|start`
+# from a test acts on this very broker. Extra arguments are passed to pytest.
+set -euo pipefail
+
+REPO_ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$REPO_ROOT"
+
+PYTHON=${PYTHON:-python3}
+export PYTHON
+export KAFKA_PORT=${TEST_KAFKA_PORT:-19092}
+export KAFKA_CONTROLLER_PORT=${TEST_KAFKA_CONTROLLER_PORT:-19093}
+export KAFKA_RUN_DIR=${TEST_KAFKA_RUN_DIR:-$REPO_ROOT/deploy/.run/test-kafka-$KAFKA_PORT}
+export STREAM_DEDUP_KAFKA_BOOTSTRAP="127.0.0.1:$KAFKA_PORT"
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore PYTHONUNBUFFERED=1
+
+START=$SECONDS
+STEP_START=$SECONDS
+BROKER_STARTED=0
+
+section() {
+  if ((SECONDS > START)); then
+    printf '(%s s)\n' "$((SECONDS - STEP_START))"
+  fi
+  STEP_START=$SECONDS
+  printf '\n========== %s ==========\n' "$*"
+}
+
+fail() { printf '\ntest.sh: FAILED: %s\n' "$*" >&2; exit 1; }
+
+on_exit() {
+  local rc=$?
+  if ((BROKER_STARTED)); then
+    printf '\n========== stop Kafka broker ==========\n'
+    if ((rc != 0)); then
+      printf -- '--- last 30 lines of the broker log ---\n'
+      bash deploy/kafka.sh logs 30 2>/dev/null || true
+      printf -- '---\n'
+    fi
+    bash deploy/kafka.sh stop || true
+  fi
+  printf '\ntest.sh: exit %s after %s s\n' "$rc" "$((SECONDS - START))"
+  exit "$rc"
+}
+trap on_exit EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+printf 'test.sh: %s, %s, CI=%s\n' "$("$PYTHON" --version 2>&1)" "$(uname -srm)" "${CI:-}"
+
+# ---------------------------------------------------------------------------------------------
+section "Debian packages (kcat, prometheus, java, maven; only the missing ones)"
+need=()
+command -v kcat >/dev/null || need+=(kcat)
+{ command -v prometheus >/dev/null && command -v promtool >/dev/null; } || need+=(prometheus)
+command -v java >/dev/null || need+=(openjdk-17-jre-headless)
+command -v mvn >/dev/null || need+=(maven)
+if ((${#need[@]} == 0)); then
+  echo "all present: $(command -v kcat) $(command -v prometheus) $(command -v java) $(command -v mvn)"
+else
+  as_root=()
+  if ((EUID != 0)); then
+    command -v sudo >/dev/null || fail "need root or sudo to apt-get install ${need[*]}"
+    as_root=(sudo)
+  fi
+  echo "installing: ${need[*]}"
+  # Package installs must not start system services (prometheus would take port 9090):
+  # Debian's policy-rc.d convention, added for the install only where the image has none.
+  policy=/usr/sbin/policy-rc.d
+  added_policy=0
+  if [[ ! -e $policy ]]; then
+    printf '#!/bin/sh\nexit 101\n' | "${as_root[@]}" tee "$policy" >/dev/null
+    "${as_root[@]}" chmod 755 "$policy"
+    added_policy=1
+  fi
+  apt_log=$(mktemp)
+  apt_rc=0
+  {
+    "${as_root[@]}" apt-get update -qq &&
+      "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -qq --no-install-recommends "${need[@]}"
+  } >"$apt_log" 2>&1 || apt_rc=$?
+  if ((added_policy)); then "${as_root[@]}" rm -f "$policy"; fi
+  if ((apt_rc != 0)); then
+    tail -n 40 "$apt_log" >&2
+    fail "apt-get install ${need[*]} (exit $apt_rc)"
+  fi
+  rm -f "$apt_log"
+  for tool in kcat prometheus promtool java mvn; do
+    command -v "$tool" >/dev/null || fail "$tool still missing after apt-get install"
+  done
+fi
+kcat -V 2>&1 | head -n 1 || true
+prometheus --version 2>&1 | head -n 1 || true
+
+# ---------------------------------------------------------------------------------------------
+section "Python package and dev tools (pip install -e '.[dev]')"
+"$PYTHON" -m pip install -q -e '.[dev]' || fail "pip install -e '.[dev]'"
+"$PYTHON" -m pip list 2>/dev/null | grep -iE '^(kafka-python|pytest|hypothesis|ruff) ' || true
+
+# ---------------------------------------------------------------------------------------------
+section "Kafka broker jars (maven, cached in deploy/kafka/.m2)"
+bash deploy/kafka.sh resolve || fail "resolving the Kafka jars"
+
+# ---------------------------------------------------------------------------------------------
+section "Kafka broker on $STREAM_DEDUP_KAFKA_BOOTSTRAP (fresh data dir $KAFKA_RUN_DIR)"
+# A fresh broker per run: no topics or offsets left over from an earlier (maybe killed) run.
+bash deploy/kafka.sh clean || fail "cleaning the previous test broker"
+BROKER_STARTED=1
+bash deploy/kafka.sh start || fail "starting the Kafka broker"
+
+# ---------------------------------------------------------------------------------------------
+section "ruff check stream_dedup tests"
+ruff_rc=0
+"$PYTHON" -m ruff check stream_dedup tests || ruff_rc=$?
+((ruff_rc == 0)) && echo "ruff: clean"
+
+# ---------------------------------------------------------------------------------------------
+section "pytest (all tests)"
+pytest_rc=0
+"$PYTHON" -m pytest "$@" || pytest_rc=$?
+
+section "summary"
+if ((pytest_rc == 5)); then
+  echo "pytest: no tests were collected (exit 5): counted as a failure"
+  pytest_rc=1
+fi
+echo "ruff exit $ruff_rc, pytest exit $pytest_rc"
+if ((pytest_rc != 0)); then
+  exit "$pytest_rc"
+fi
+if ((ruff_rc != 0)); then
+  echo "ruff found problems (see above): failing"
+  exit 1
+fi
+echo "all checks passed"

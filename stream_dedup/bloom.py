@@ -1,0 +1,345 @@
+"""Rolling Bloom filter of the exact stage.
+
+The filter is the fast "definitely new" path: a miss means the exact key was not seen within
+the window; a hit is only "probably seen" and the caller confirms it against the exact record
+in RocksDB, so a false positive costs one lookup and never a wrong verdict.
+
+The window is covered by `generations` Bloom filters of equal span. Time is event time: the
+newest generation is the one of the newest timestamp seen, and a timestamp in a later
+generation rotates the ring, zeroing the generations that fall out of the window. A key added
+at time t is therefore remembered while `now - t < (generations - 1) * span`, i.e. at least
+`window_s` and at most `window_s * generations / (generations - 1)`.
+
+Keys are 64-bit hashes computed by the caller (well mixed: the first probe is the key itself).
+The k bit positions come from Kirsch–Mitzenmacher double hashing,
+pos_i = (h1 + i * h2) mod m with h1 = key and h2 = splitmix64(key) forced odd.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass
+from itertools import pairwise
+from typing import Self
+
+import numpy as np
+import numpy.typing as npt
+
+MAX_HASHES = 16
+# Positions are computed as h1 + i * h2 on residues below m without wrapping: (1 + MAX_HASHES)
+# * m must stay below 2**64.
+MAX_BITS = 1 << 58
+
+_SNAPSHOT_MAGIC = b"SDBF"
+_SNAPSHOT_VERSION = 1
+# magic, version, bits_per_generation, hashes, generations, span_ms, has_newest, newest
+_HEADER = struct.Struct("<4sHQHIQ?q")
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+@dataclass(frozen=True, slots=True)
+class BloomSizing:
+    """Layout of a rolling Bloom filter.
+
+    `bits_per_generation` (m), `hashes` (k), `generations` and `span_ms` fix the bit layout and
+    must match for a snapshot to be restored; `keys_per_generation` (n) and `fp_rate` record the
+    design point: with n keys in every live generation the false positive rate is `fp_rate`.
+    """
+
+    bits_per_generation: int
+    hashes: int
+    generations: int
+    span_ms: int
+    keys_per_generation: int
+    fp_rate: float
+
+    def __post_init__(self) -> None:
+        if not 0 < self.bits_per_generation <= MAX_BITS or self.bits_per_generation % 64:
+            raise ValueError(
+                f"bits_per_generation must be a positive multiple of 64 up to 2**58, "
+                f"got {self.bits_per_generation}"
+            )
+        if not 1 <= self.hashes <= MAX_HASHES:
+            raise ValueError(f"hashes must be in [1, {MAX_HASHES}], got {self.hashes}")
+        if self.generations < 2:
+            raise ValueError(f"generations must be at least 2, got {self.generations}")
+        if self.span_ms < 1:
+            raise ValueError(f"span_ms must be at least 1, got {self.span_ms}")
+        if self.keys_per_generation < 1:
+            raise ValueError(
+                f"keys_per_generation must be at least 1, got {self.keys_per_generation}"
+            )
+        if not 0.0 < self.fp_rate < 1.0:
+            raise ValueError(f"fp_rate must be in (0, 1), got {self.fp_rate}")
+
+    @classmethod
+    def from_rate(
+        cls, expected_rate_per_s: float, window_s: float, generations: int, fp_rate: float
+    ) -> Self:
+        """Size for `expected_rate_per_s` keys over `window_s` at overall FPR `fp_rate`.
+
+        Each generation spans window_s / (generations - 1) (rounded up to whole milliseconds, so
+        the window is never shorter than asked) and holds n = rate * span keys. A query checks
+        every live generation, so each gets p = 1 - (1 - fp_rate)^(1/generations).
+        """
+        if not (math.isfinite(expected_rate_per_s) and expected_rate_per_s > 0):
+            raise ValueError(
+                f"expected_rate_per_s must be a positive finite number, got {expected_rate_per_s}"
+            )
+        if not (math.isfinite(window_s) and window_s > 0):
+            raise ValueError(f"window_s must be a positive finite number, got {window_s}")
+        if isinstance(generations, bool) or not isinstance(generations, int) or generations < 2:
+            raise ValueError(f"generations must be an integer of at least 2, got {generations!r}")
+        if not 0.0 < fp_rate < 1.0:
+            raise ValueError(f"fp_rate must be in (0, 1), got {fp_rate}")
+        span_ms = math.ceil(window_s * 1000.0 / (generations - 1))
+        n = max(1, math.ceil(expected_rate_per_s * span_ms / 1000.0))
+        p = -math.expm1(math.log1p(-fp_rate) / generations)
+        m = math.ceil(-n * math.log(p) / math.log(2) ** 2)
+        m = -(-m // 64) * 64
+        k = min(MAX_HASHES, max(1, round(m / n * math.log(2))))
+        return cls(
+            bits_per_generation=m,
+            hashes=k,
+            generations=generations,
+            span_ms=span_ms,
+            keys_per_generation=n,
+            fp_rate=fp_rate,
+        )
+
+    @property
+    def words_per_generation(self) -> int:
+        return self.bits_per_generation // 64
+
+    @property
+    def generation_fp_rate(self) -> float:
+        """The FPR target of one generation holding `keys_per_generation` keys."""
+        return -math.expm1(math.log1p(-self.fp_rate) / self.generations)
+
+
+def _splitmix64(x: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    z = x + _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    return z ^ (z >> np.uint64(31))
+
+
+def _repeats(keys: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
+    """True where the key already occurred earlier in `keys`.
+
+    A stable sort keeps equal keys in input order, so all but the first of each run repeat.
+    """
+    order = np.argsort(keys, kind="stable")
+    ranked = keys[order]
+    repeated = np.zeros(keys.size, dtype=bool)
+    repeated[order[1:][ranked[1:] == ranked[:-1]]] = True
+    return repeated
+
+
+class RollingBloom:
+    """A ring of `sizing.generations` Bloom filters over event time.
+
+    Bits are one (generations, words) uint64 array; generation G lives in row G % generations.
+    Batch calls behave like the same keys processed one at a time, in order, except that a key
+    is never a false positive because of a *different* key of the same batch.
+    """
+
+    __slots__ = ("_bits", "_newest", "_offsets", "sizing")
+
+    def __init__(self, sizing: BloomSizing) -> None:
+        self.sizing = sizing
+        self._bits = np.zeros((sizing.generations, sizing.words_per_generation), dtype=np.uint64)
+        self._newest: int | None = None
+        self._offsets = np.arange(sizing.hashes, dtype=np.uint64)
+
+    def generation_of(self, ts_ms: int) -> int:
+        """The generation a timestamp belongs to: floor(ts_ms / span_ms)."""
+        return ts_ms // self.sizing.span_ms
+
+    @property
+    def newest_generation(self) -> int | None:
+        """The generation of the newest timestamp seen, None before the first."""
+        return self._newest
+
+    @property
+    def capacity(self) -> int:
+        """Keys per generation at which the FPR target holds (the rate times one span)."""
+        return self.sizing.keys_per_generation
+
+    @property
+    def memory_bytes(self) -> int:
+        return self._bits.nbytes
+
+    def advance(self, ts_ms: int) -> None:
+        """Move event time forward to `ts_ms` (no-op if older), forgetting what left the window.
+
+        For idle streams: time otherwise advances only with the timestamps of added keys.
+        """
+        self._rotate_to(self.generation_of(ts_ms))
+
+    def contains(self, keys: npt.ArrayLike) -> npt.NDArray[np.bool_]:
+        """Whether each key is probably in a live generation (no add, no rotation)."""
+        word, mask = self._positions(_as_keys(keys))
+        return self._query(word, mask)
+
+    def add(self, keys: npt.ArrayLike, ts_ms: npt.ArrayLike) -> None:
+        """Add each key to the generation of its timestamp (see `contains_add`)."""
+        self._process(keys, ts_ms, report=False)
+
+    def contains_add(self, keys: npt.ArrayLike, ts_ms: npt.ArrayLike) -> npt.NDArray[np.bool_]:
+        """Whether each key was probably seen before, then add it.
+
+        "Before" means in a live generation before this call, or earlier in this batch (exact
+        for repeats within the batch). A timestamp in a new generation rotates first; one older
+        than the oldest live generation is added to the oldest live one. `ts_ms` broadcasts
+        against `keys`.
+        """
+        return self._process(keys, ts_ms, report=True)
+
+    def fill_ratio(self) -> float:
+        """Set bits / bits of the newest generation, the one being written.
+
+        At design load it ends its span near 0.5; above that the rate exceeds the sizing.
+        """
+        if self._newest is None:
+            return 0.0
+        row = self._bits[self._newest % self.sizing.generations]
+        return int(np.bitwise_count(row).sum()) / self.sizing.bits_per_generation
+
+    def estimated_fpr(self) -> float:
+        """FPR implied by the actual fill of the live generations: 1 - prod(1 - fill_g^k)."""
+        fill = np.bitwise_count(self._bits).sum(axis=1) / self.sizing.bits_per_generation
+        return float(1.0 - np.prod(1.0 - fill**self.sizing.hashes))
+
+    def snapshot(self) -> bytes:
+        """Versioned header (layout and newest generation) followed by the bits, little-endian."""
+        s = self.sizing
+        header = _HEADER.pack(
+            _SNAPSHOT_MAGIC,
+            _SNAPSHOT_VERSION,
+            s.bits_per_generation,
+            s.hashes,
+            s.generations,
+            s.span_ms,
+            self._newest is not None,
+            self._newest or 0,
+        )
+        return header + self._bits.astype("<u8", copy=False).tobytes()
+
+    @classmethod
+    def restore(cls, data: bytes, sizing: BloomSizing) -> Self:
+        """Rebuild from `snapshot()` output.
+
+        Raises ValueError if the data is not a snapshot of this version or its layout differs
+        from `sizing` (the configuration changed): the caller then starts an empty filter.
+        """
+        if len(data) < _HEADER.size:
+            raise ValueError(f"bloom snapshot too short: {len(data)} bytes")
+        magic, version, m, k, g, span_ms, has_newest, newest = _HEADER.unpack_from(data)
+        if magic != _SNAPSHOT_MAGIC:
+            raise ValueError("not a bloom snapshot: bad magic")
+        if version != _SNAPSHOT_VERSION:
+            raise ValueError(
+                f"bloom snapshot version {version} unsupported (expected {_SNAPSHOT_VERSION})"
+            )
+        layout = (sizing.bits_per_generation, sizing.hashes, sizing.generations, sizing.span_ms)
+        if (m, k, g, span_ms) != layout:
+            raise ValueError(
+                "bloom snapshot sizing mismatch: snapshot has "
+                f"bits_per_generation={m}, hashes={k}, generations={g}, span_ms={span_ms}; "
+                f"configured bits_per_generation={sizing.bits_per_generation}, "
+                f"hashes={sizing.hashes}, generations={sizing.generations}, "
+                f"span_ms={sizing.span_ms}"
+            )
+        expected = _HEADER.size + g * (m // 64) * 8
+        if len(data) != expected:
+            raise ValueError(f"bloom snapshot is {len(data)} bytes, expected {expected}")
+        bloom = cls(sizing)
+        words = np.frombuffer(data, dtype="<u8", offset=_HEADER.size)
+        bloom._bits[...] = words.reshape(g, m // 64)
+        bloom._newest = newest if has_newest else None
+        return bloom
+
+    def _positions(
+        self, keys: npt.NDArray[np.uint64]
+    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.uint64]]:
+        """Word index and bit mask of each key's k positions, both shaped (k, len(keys)).
+
+        Keys run along the last axis so that reductions over the k probes are element-wise
+        between rows; in-place steps keep large temporaries (and their page faults) down.
+        """
+        m = np.uint64(self.sizing.bits_per_generation)
+        h2 = _splitmix64(keys)
+        h2 |= np.uint64(1)
+        h2 %= m
+        pos = self._offsets[:, None] * h2
+        pos += keys % m
+        pos %= m
+        word = (pos >> np.uint64(6)).astype(np.intp)
+        pos &= np.uint64(63)
+        mask = np.left_shift(np.uint64(1), pos, out=pos)
+        return word, mask
+
+    def _query(
+        self, word: npt.NDArray[np.intp], mask: npt.NDArray[np.uint64]
+    ) -> npt.NDArray[np.bool_]:
+        # Every row is a live generation (rows rotated in are zero and never match). One row at
+        # a time keeps the gathered words small: a (generations, k, n) temporary is slower.
+        found = np.zeros(word.shape[1], dtype=bool)
+        for row in self._bits:
+            probed = row.take(word)
+            probed &= mask
+            found |= probed.astype(bool).all(axis=0)
+        return found
+
+    def _rotate_to(self, generation: int) -> None:
+        """Make `generation` the newest, zeroing the rows of the generations it displaces."""
+        if self._newest is None:
+            self._newest = generation
+        elif generation > self._newest:
+            g = self.sizing.generations
+            rows = np.arange(self._newest + 1, min(generation, self._newest + g) + 1) % g
+            self._bits[rows] = 0
+            self._newest = generation
+
+    def _process(
+        self, keys: npt.ArrayLike, ts_ms: npt.ArrayLike, *, report: bool
+    ) -> npt.NDArray[np.bool_]:
+        """Add keys in order; the batch is cut where event time enters a new generation.
+
+        Each segment rotates once, then queries (if `report`) and adds all its keys, so rotation
+        costs O(words) per new generation, never per key.
+        """
+        keys = _as_keys(keys)
+        ts = np.broadcast_to(np.asarray(ts_ms, dtype=np.int64), keys.shape)
+        gens = ts // np.int64(self.sizing.span_ms)
+        found = np.zeros(keys.size, dtype=bool)
+        if keys.size == 0:
+            return found
+        running = np.maximum.accumulate(gens)
+        if self._newest is not None:
+            running = np.maximum(running, self._newest)
+        cuts = np.flatnonzero(running[1:] != running[:-1]) + 1
+        word, mask = self._positions(keys)
+        g = self.sizing.generations
+        bounds = [0, *cuts.tolist(), keys.size]
+        for lo, hi in pairwise(bounds):
+            newest = int(running[lo])
+            self._rotate_to(newest)
+            if report:
+                found[lo:hi] = self._query(word[:, lo:hi], mask[:, lo:hi]) | _repeats(keys[lo:hi])
+            # gens <= newest here; older than the oldest live generation goes to the oldest.
+            rows = np.maximum(gens[lo:hi], newest - g + 1) % g
+            np.bitwise_or.at(self._bits, (rows, word[:, lo:hi]), mask[:, lo:hi])
+        return found
+
+
+def _as_keys(keys: npt.ArrayLike) -> npt.NDArray[np.uint64]:
+    arr = np.asarray(keys, dtype=np.uint64)
+    if arr.ndim != 1:
+        raise ValueError(f"keys must be a 1-D array of uint64 hashes, got shape {arr.shape}")
+    return arr

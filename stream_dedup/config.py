@@ -1,0 +1,255 @@
+"""Settings: one typed, frozen tree loaded from `config.yaml`.
+
+Every section is a frozen dataclass; `load_config` rejects unknown keys, checks types and allowed
+values, and runs the cross-field checks, so a wrong config fails at start with the key named,
+never deep inside a batch. `config.yaml` at the repo top documents every key with its default.
+Environment variables override single keys for containers: ``STREAM_DEDUP__STATE__PATH=/data``
+sets `state.path` (double underscores separate the path; values are parsed as YAML scalars).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, get_args, get_origin
+
+import yaml
+
+from .errors import ConfigError
+from .normalize import NormalizeSettings
+
+ENV_PREFIX = "STREAM_DEDUP__"
+
+
+@dataclass(frozen=True, slots=True)
+class InputSettings:
+    """How a raw record becomes a message."""
+
+    format: Literal["auto", "json", "text"] = "auto"
+    text_field: str = "text"  # dotted path into JSON, e.g. "data.content"
+    id_field: str | None = "id"  # None: the id is the record's position (line or offset)
+    time_field: str | None = None  # event time (epoch s/ms or ISO 8601); None: arrival time
+    max_bytes: int = 65536  # larger records are dead letters
+    max_chars: int = 10000  # decoded text longer than this is a dead letter
+
+
+@dataclass(frozen=True, slots=True)
+class ExactSettings:
+    """The exact stage: rolling Bloom filter over normalized-text hashes, confirmed in state."""
+
+    enabled: bool = True
+    expected_rate_per_s: float = 500.0  # sizing: messages a second the filter must hold
+    false_positive_rate: float = 0.01  # target FPR over the whole window (hits are confirmed)
+    generations: int = 4  # the window is covered by this many rolling generations
+
+
+@dataclass(frozen=True, slots=True)
+class FingerprintSettings:
+    """64-bit Simhash over character n-grams of the normalized text."""
+
+    ngram: int = 1  # characters per feature: 1 keeps short-text fingerprints most stable
+    anchor_ngram: int = 4  # winnowing: characters per hashed n-gram
+    anchor_window: int = 8  # winnowing window: any shared run of ngram+window-1 chars is seen
+
+
+@dataclass(frozen=True, slots=True)
+class IndexSettings:
+    """Block tables over the fingerprints, plus the anchor table."""
+
+    layout: Literal["blocks", "permuted"] = "blocks"
+    max_distance: int = 3  # k: every pair within k bits is guaranteed to be found
+    blocks: int = 0  # r for "permuted" (0: k+2); "blocks" always uses k+1
+    candidate_distance: int = 24  # bucket entries farther than this are not verified
+    anchors: bool = True  # shared winnowing anchors also propose candidates
+    anchor_postings: int = 64  # the most recent messages an anchor remembers
+    max_candidates: int = 16  # candidates verified per message, best first
+
+
+@dataclass(frozen=True, slots=True)
+class VerifySettings:
+    """The second measure on stored features, and the guards against hard negatives."""
+
+    min_jaccard: float = 0.6  # character-bigram Jaccard that makes a near duplicate
+    min_containment: float = 0.8  # share of the shorter text's bigrams found in the longer
+    max_length_ratio: float = 3.0  # containment counts only when lengths are this close
+    min_chars: int = 4  # shorter normalized texts match only exactly
+    guard_numbers: bool = True  # a number changed in place: not a duplicate
+    guard_negation: bool = True  # a negation added or removed inside the text: not a duplicate
+
+
+@dataclass(frozen=True, slots=True)
+class WindowSettings:
+    """How long the state remembers a message (event time)."""
+
+    seconds: float = 24 * 3600.0
+
+
+@dataclass(frozen=True, slots=True)
+class StateSettings:
+    """Where the RocksDB state lives."""
+
+    path: str = "state"
+    backend: Literal["rocksdb", "memory"] = "rocksdb"
+    block_cache_mb: int = 256
+    sync_writes: bool = False  # fsync per batch; the WAL survives a process crash without it
+
+
+@dataclass(frozen=True, slots=True)
+class EngineSettings:
+    """Batching of the hot path."""
+
+    batch_size: int = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """The root of the settings tree; one attribute per section of config.yaml."""
+
+    input: InputSettings = field(default_factory=InputSettings)
+    normalize: NormalizeSettings = field(default_factory=NormalizeSettings)
+    exact: ExactSettings = field(default_factory=ExactSettings)
+    fingerprint: FingerprintSettings = field(default_factory=FingerprintSettings)
+    index: IndexSettings = field(default_factory=IndexSettings)
+    verify: VerifySettings = field(default_factory=VerifySettings)
+    window: WindowSettings = field(default_factory=WindowSettings)
+    state: StateSettings = field(default_factory=StateSettings)
+    engine: EngineSettings = field(default_factory=EngineSettings)
+
+
+def _type_name(tp: Any) -> str:
+    if get_origin(tp) is Literal:
+        return ", ".join(repr(a) for a in get_args(tp))
+    if isinstance(tp, types.UnionType) or get_origin(tp) is typing.Union:
+        return " or ".join(_type_name(a) for a in get_args(tp))
+    return "null" if tp is type(None) else getattr(tp, "__name__", str(tp))
+
+
+def _coerce(key: str, value: Any, tp: Any) -> Any:
+    """Check one value against its annotated type; ints are accepted where floats are."""
+    origin = get_origin(tp)
+    if origin is Literal:
+        if value in get_args(tp):
+            return value
+        raise ConfigError(key, f"{value!r} is not allowed", _type_name(tp))
+    if isinstance(tp, types.UnionType) or origin is typing.Union:
+        for option in get_args(tp):
+            try:
+                return _coerce(key, value, option)
+            except ConfigError:
+                continue
+        raise ConfigError(key, f"{value!r} has the wrong type", _type_name(tp))
+    if tp is type(None):
+        if value is None:
+            return None
+    elif tp is bool:
+        if isinstance(value, bool):
+            return value
+    elif tp is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    elif tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif tp is str:
+        if isinstance(value, str):
+            return value
+    raise ConfigError(key, f"{value!r} has the wrong type", _type_name(tp))
+
+
+def _build(cls: type, data: Any, prefix: str) -> Any:
+    if not isinstance(data, Mapping):
+        raise ConfigError(prefix or "<root>", "must be a mapping of keys to values")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        key = f"{prefix}{unknown[0]}"
+        raise ConfigError(key, "unknown key", ", ".join(f"{prefix}{n}" for n in fields))
+    kwargs = {}
+    for name, value in data.items():
+        tp = hints[name]
+        if dataclasses.is_dataclass(tp):
+            kwargs[name] = _build(tp, value or {}, f"{prefix}{name}.")
+        else:
+            kwargs[name] = _coerce(f"{prefix}{name}", value, tp)
+    return cls(**kwargs)
+
+
+def _apply_env(data: dict[str, Any], environ: Mapping[str, str]) -> None:
+    for name, raw in environ.items():
+        if not name.startswith(ENV_PREFIX):
+            continue
+        path = [p.lower() for p in name[len(ENV_PREFIX) :].split("__")]
+        node = data
+        for part in path[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError(".".join(path), f"environment {name} addresses a non-section")
+            node = child
+        node[path[-1]] = yaml.safe_load(raw)
+
+
+def _check(s: Settings) -> None:
+    """Cross-field and range checks."""
+
+    def need(ok: bool, key: str, problem: str, allowed: str) -> None:
+        if not ok:
+            raise ConfigError(key, problem, allowed)
+
+    i = s.index
+    need(0 <= i.max_distance <= 16, "index.max_distance", "out of range", "0..16")
+    if i.layout == "permuted":
+        r = i.blocks or i.max_distance + 2
+        need(i.max_distance < r <= 16, "index.blocks", "out of range", "max_distance+1..16")
+    need(i.candidate_distance >= i.max_distance, "index.candidate_distance",
+         "must be at least index.max_distance", f">= {i.max_distance}")
+    need(i.anchor_postings >= 1, "index.anchor_postings", "out of range", ">= 1")
+    need(i.max_candidates >= 1, "index.max_candidates", "out of range", ">= 1")
+    f = s.fingerprint
+    need(1 <= f.ngram <= 4, "fingerprint.ngram", "out of range", "1..4")
+    need(2 <= f.anchor_ngram <= 8, "fingerprint.anchor_ngram", "out of range", "2..8")
+    need(1 <= f.anchor_window <= 64, "fingerprint.anchor_window", "out of range", "1..64")
+    v = s.verify
+    need(0.0 < v.min_jaccard <= 1.0, "verify.min_jaccard", "out of range", "(0, 1]")
+    need(0.0 < v.min_containment <= 1.0, "verify.min_containment", "out of range", "(0, 1]")
+    need(v.max_length_ratio >= 1.0, "verify.max_length_ratio", "out of range", ">= 1")
+    e = s.exact
+    need(0.0 < e.false_positive_rate < 0.5, "exact.false_positive_rate", "out of range",
+         "(0, 0.5)")
+    need(e.expected_rate_per_s > 0, "exact.expected_rate_per_s", "out of range", "> 0")
+    need(2 <= e.generations <= 64, "exact.generations", "out of range", "2..64")
+    need(s.window.seconds > 0, "window.seconds", "out of range", "> 0")
+    need(s.engine.batch_size >= 1, "engine.batch_size", "out of range", ">= 1")
+    need(s.input.max_bytes >= 1, "input.max_bytes", "out of range", ">= 1")
+    need(s.input.max_chars >= 1, "input.max_chars", "out of range", ">= 1")
+
+
+def settings_from_dict(data: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Settings:
+    """Build and check settings from a parsed config mapping plus environment overrides."""
+    merged: dict[str, Any] = {k: dict(v) if isinstance(v, Mapping) else v for k, v in data.items()}
+    _apply_env(merged, os.environ if environ is None else environ)
+    settings = _build(Settings, merged, "")
+    _check(settings)
+    return settings
+
+
+def load_config(path: str | Path | None, environ: Mapping[str, str] | None = None) -> Settings:
+    """Load `path` (None: built-in defaults) with environment overrides, or raise ConfigError."""
+    data: Any = {}
+    if path is not None:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(str(path), f"cannot read the config file: {exc.strerror}") from None
+        try:
+            data = yaml.safe_load(text) or {}
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}" if mark else ""
+            raise ConfigError(str(path), f"not valid YAML{where}") from None
+    return settings_from_dict(data, environ)

@@ -1,0 +1,404 @@
+"""The engine: normalize -> exact -> fingerprint -> index -> verify -> verdict, a batch at a time.
+
+Pure of I/O at the edges: no Kafka, no files, no metrics library. State reaches it as a `KVStore`.
+A batch is decided exactly as if its messages came one at a time in order, and every batch's state
+changes are written in one atomic write, so after `process` returns the verdicts are durable and
+a crash never leaves half a batch behind.
+
+Per message, in order:
+1. Replay: an id already stored gets its first verdict again (the Kafka service replays after a
+   crash; a message must never be called a duplicate of its own earlier pass).
+2. Exact: the hash of the normalized text through the Bloom filter, confirmed in `exact`.
+3. Near: Simhash block tables and winnowing anchors propose candidates, best first; `verify`
+   decides with the second measure and the guards. The first candidate that passes wins.
+4. Record: the message's doc, id and TTL entry; its fingerprint and anchors unless it was an
+   exact duplicate (its text is in the tables already).
+Expiry runs before each batch: messages older than the window (event time, behind the newest
+seen) leave every table, oldest first, so the state stays bounded under an endless stream.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import fingerprint as fpr
+from .config import Settings
+from .docs import Doc, seq_key, ttl_key
+from .exact import ExactMatch, ExactStage, exact_key, exact_value, text_hash
+from .index.layout import hamming, make_layout
+from .index.tables import PendingTables, anchor_key
+from .normalize import Normalizer
+from .records import Decision, Message, Verdict
+from .state.store import KVStore, WriteSet
+from .verify import bigrams, verify
+
+FORMAT_VERSION = 1
+_META_COUNTERS = b"counters"
+_META_FORMAT = b"format"
+STAGES = ("normalize", "exact", "fingerprint", "index", "verify", "write")
+
+
+@dataclass(slots=True)
+class EngineStats:
+    """Running totals; `stage_seconds` is wall time spent in each stage."""
+
+    messages: int = 0
+    decisions: Counter[str] = field(default_factory=Counter)
+    replayed: int = 0
+    expired: int = 0
+    candidates: int = 0
+    stage_seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STAGES, 0.0))
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A message of the current batch on its way through the stages."""
+
+    msg: Message
+    text: str = ""
+    hash: int = 0
+    seq: int = 0
+    verdict: Verdict | None = None
+    fp: int = 0
+    indexed: bool = False
+
+
+class Engine:
+    """Decides each message of a stream: unique, exact duplicate or near duplicate."""
+
+    def __init__(self, settings: Settings, store: KVStore) -> None:
+        self.settings = settings
+        self.store = store
+        self.stats = EngineStats()
+        self._normalizer = Normalizer(settings.normalize)
+        self._layout = make_layout(
+            settings.index.layout, settings.index.max_distance, settings.index.blocks
+        )
+        self._window_ms = int(settings.window.seconds * 1000)
+        self.exact = ExactStage(settings.exact, settings.window.seconds, store)
+        self._check_format()
+        counters = store.get_many("meta", [_META_COUNTERS])[0]
+        self._next_seq, self._max_ts = struct.unpack(">Qq", counters) if counters else (1, 0)
+        self._rebuild_bloom(self.exact.restore())
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def _check_format(self) -> None:
+        from .errors import StateError
+
+        stored = self.store.get_many("meta", [_META_FORMAT])[0]
+        if stored is None:
+            writes = WriteSet()
+            writes.put("meta", _META_FORMAT, struct.pack(">I", FORMAT_VERSION))
+            self.store.write(writes)
+        elif struct.unpack(">I", stored)[0] != FORMAT_VERSION:
+            raise StateError(
+                f"the state was written by format version {struct.unpack('>I', stored)[0]}; "
+                f"this stream-dedup reads version {FORMAT_VERSION}: use a new state.path"
+            )
+
+    def _rebuild_bloom(self, covered_seq: int) -> None:
+        """Add to the Bloom filter every exact record written after its snapshot."""
+        hashes, stamps = [], []
+        for key, value in self.store.scan("docs", seq_key(covered_seq + 1), seq_key(2**64 - 1)):
+            doc = Doc.decode(struct.unpack(">Q", key)[0], value)
+            hashes.append(doc.text_hash)
+            stamps.append(doc.ts_ms)
+            if len(hashes) >= 100_000:
+                self.exact.bloom.add(np.array(hashes, np.uint64), np.array(stamps, np.int64))
+                hashes, stamps = [], []
+        if hashes:
+            self.exact.bloom.add(np.array(hashes, np.uint64), np.array(stamps, np.int64))
+
+    def checkpoint(self) -> None:
+        """Snapshot the Bloom filter so a restart does not re-read the records."""
+        writes = WriteSet()
+        self.exact.snapshot(self._next_seq - 1, writes)
+        self.store.write(writes)
+
+    def close(self) -> None:
+        self.checkpoint()
+        self.store.close()
+
+    # -- the batch ------------------------------------------------------------------------
+
+    def process(self, messages: Sequence[Message]) -> list[Verdict]:
+        """Decide a batch, in order, and make the decisions durable before returning them."""
+        if not messages:
+            return []
+        clock = time.perf_counter
+        seconds = self.stats.stage_seconds
+        t0 = clock()
+        self._expire(max(self._max_ts, max(m.timestamp_ms for m in messages)))
+        pending = [_Pending(m) for m in messages]
+        fresh = self._replay(pending)
+        t1 = clock()
+        seconds["write"] += t1 - t0
+        for p in fresh:
+            p.text = self._normalizer.normalize(p.msg.text)
+        t2 = clock()
+        seconds["normalize"] += t2 - t1
+        near = self._exact_stage(fresh)
+        t3 = clock()
+        seconds["exact"] += t3 - t2
+        tables = self._near_stage(near, seconds)
+        t4 = clock()
+        self._record(pending, fresh, tables)
+        seconds["write"] += clock() - t4
+        self.stats.messages += len(messages)
+        verdicts = [p.verdict for p in pending]
+        for v in verdicts:
+            self.stats.decisions[v.decision.value] += 1
+        return verdicts  # type: ignore[return-value]
+
+    def _replay(self, pending: list[_Pending]) -> list[_Pending]:
+        """Give stored ids their first verdict; return the messages seen for the first time."""
+        ids = [p.msg.id for p in pending]
+        stored = self.store.get_many("ids", [i.encode() for i in ids])
+        seqs = {i: v for i, v in zip(ids, stored, strict=True) if v is not None}
+        docs = dict(zip(seqs, self.store.get_many("docs", list(seqs.values())), strict=True))
+        fresh: list[_Pending] = []
+        first_in_batch: dict[str, _Pending] = {}
+        for p in pending:
+            data = docs.get(p.msg.id)
+            if data is not None:
+                first = Doc.decode(0, data).verdict
+                p.verdict = _replayed(first)
+                self.stats.replayed += 1
+            elif p.msg.id in first_in_batch:
+                continue  # decided after the batch, from its first occurrence
+            else:
+                first_in_batch[p.msg.id] = p
+                p.seq = self._next_seq
+                self._next_seq += 1
+                fresh.append(p)
+        return fresh
+
+    def _exact_stage(self, fresh: list[_Pending]) -> list[_Pending]:
+        """Decide exact duplicates; return the rest for the near stage."""
+        for p in fresh:
+            p.hash = text_hash(p.text if p.text else "\x00" + p.msg.text.strip())
+        if not fresh:
+            return []
+        if not self.settings.exact.enabled:
+            return [p for p in fresh if p.text]
+        hashes = np.fromiter((p.hash for p in fresh), dtype=np.uint64, count=len(fresh))
+        stamps = np.fromiter((p.msg.timestamp_ms for p in fresh), np.int64, count=len(fresh))
+        maybe = self.exact.maybe_seen(hashes, stamps)
+        earlier: dict[int, _Pending] = {}
+        to_confirm = [p for p, m in zip(fresh, maybe, strict=True) if m]
+        self.exact.bloom_hits += len(to_confirm)
+        confirmed = dict(zip((p.seq for p in to_confirm),
+                             self.exact.confirm([p.hash for p in to_confirm]), strict=True))
+        rest: list[_Pending] = []
+        for p in fresh:
+            match = confirmed.get(p.seq)
+            if match is None and p.hash in earlier:
+                first = earlier[p.hash]
+                match = ExactMatch(first.seq, first.msg.id)
+            if match is not None:
+                p.verdict = Verdict(p.msg.id, Decision.EXACT, "exact: same normalized text",
+                                    matched_id=match.id, distance=0, similarity=1.0)
+                continue
+            if p.seq in confirmed:
+                self.exact.false_positives += 1
+            earlier[p.hash] = p
+            if p.text:
+                rest.append(p)
+            else:
+                p.verdict = Verdict(p.msg.id, Decision.UNIQUE, "unique: no text content")
+        return rest
+
+    def _near_stage(self, near: list[_Pending], seconds: dict[str, float]) -> PendingTables:
+        """Fingerprint, find candidates, verify; returns the tables with the batch's inserts."""
+        clock = time.perf_counter
+        t0 = clock()
+        s = self.settings
+        fsets = s.fingerprint
+        batch = fpr.Batch.of([p.text for p in near]) if near else None
+        fps = fpr.simhash(batch, fsets.ngram) if near else np.zeros(0, np.uint64)
+        anchors = (
+            fpr.anchors(batch, fsets.anchor_ngram, fsets.anchor_window)
+            if near and s.index.anchors else [np.zeros(0, np.uint64)] * len(near)
+        )
+        t1 = clock()
+        seconds["fingerprint"] += t1 - t0
+        tables = PendingTables(self.store, self._layout, s.index.anchor_postings)
+        bucket_keys = tables.keys_of(fps)
+        anchor_keys = [[anchor_key(int(a)) for a in arr] for arr in anchors]
+        tables.load((k for ks in bucket_keys for k in ks), (k for ks in anchor_keys for k in ks))
+        in_batch: dict[int, _Pending] = {}
+        candidates = []
+        for p, fp, bkeys, akeys in zip(near, fps, bucket_keys, anchor_keys, strict=True):
+            p.fp = int(fp)
+            candidates.append(self._candidates(tables, p.fp, bkeys, akeys))
+            tables.insert(bkeys, p.fp, p.seq, akeys)
+            p.indexed = True
+            in_batch[p.seq] = p
+        t2 = clock()
+        seconds["index"] += t2 - t1
+        self._decide(near, candidates, in_batch)
+        seconds["verify"] += clock() - t2
+        return tables
+
+    def _candidates(self, tables: PendingTables, fp: int, bkeys: list[bytes],
+                    akeys: list[bytes]) -> list[tuple[int, int, int]]:
+        """(seq, distance or -1, shared anchors) of the candidates worth verifying, best first.
+
+        A bucket entry within `candidate_distance` bits qualifies; a message found through anchors
+        qualifies when it shares enough of this message's anchors to possibly pass verification
+        (a fifth, at least two; one for a text too short for more).
+        """
+        s = self.settings.index
+        found: dict[int, list[int]] = {}
+        for key in bkeys:
+            stored, added = tables.bucket(key)
+            if len(stored):
+                dist = hamming(stored["fp"], fp)
+                close = dist <= s.candidate_distance
+                for seq, d in zip(stored["seq"][close].tolist(), dist[close].tolist(),
+                                  strict=True):
+                    found[seq] = [d, 0]
+            for other_fp, seq in added:
+                d = (other_fp ^ fp).bit_count()
+                if d <= s.candidate_distance:
+                    found[seq] = [d, 0]
+        shared: Counter[int] = Counter()
+        for key in akeys:
+            shared.update(tables.posting(key))
+        need = max(min(2, len(akeys)), -(-len(akeys) // 5))
+        for seq, count in shared.items():
+            entry = found.get(seq)
+            if entry is not None:
+                entry[1] = count
+            elif count >= need:
+                found[seq] = [-1, count]
+        self.stats.candidates += len(found)
+        ranked = sorted(found.items(), key=lambda kv: (-kv[1][1], kv[1][0] % 256))
+        return [(seq, d, n) for seq, (d, n) in ranked[: s.max_candidates]]
+
+    def _decide(self, near: list[_Pending], candidates: list[list[tuple[int, int, int]]],
+                in_batch: dict[int, _Pending]) -> None:
+        wanted = sorted({seq for cands in candidates for seq, _, _ in cands
+                         if seq not in in_batch})
+        docs = {
+            seq: Doc.decode(seq, data)
+            for seq, data in zip(wanted, self.store.get_many("docs", [seq_key(q) for q in wanted]),
+                                 strict=True)
+            if data is not None  # expired meanwhile
+        }
+        grams: dict[int, frozenset[str]] = {}
+        vs = self.settings.verify
+        for p, cands in zip(near, candidates, strict=True):
+            mine = grams.setdefault(p.seq, bigrams(p.text))
+            refused: tuple[str, str, int, float] | None = None
+            for seq, dist, _shared in cands:
+                other = in_batch.get(seq)
+                text, ident, ofp = (
+                    (other.text, other.msg.id, other.fp) if other is not None
+                    else (docs[seq].text, docs[seq].verdict.id, docs[seq].fp) if seq in docs
+                    else (None, "", 0)
+                )
+                if text is None:
+                    continue
+                check = verify(text, p.text, grams.setdefault(seq, bigrams(text)), mine, vs)
+                distance = int(hamming(np.uint64(ofp), p.fp)) if dist < 0 else dist
+                if check.duplicate:
+                    p.verdict = Verdict(
+                        p.msg.id, Decision.NEAR,
+                        f"near: distance {distance}, similarity {check.similarity:.2f}",
+                        matched_id=ident, distance=distance,
+                        similarity=round(check.similarity, 4),
+                    )
+                    break
+                if check.guard and refused is None:
+                    refused = (ident, check.guard, distance, check.similarity)
+            if p.verdict is None:
+                if refused is not None:
+                    refused_id, guard, distance, sim = refused
+                    p.verdict = Verdict(
+                        p.msg.id, Decision.UNIQUE, f"unique: {guard} guard refused a near match",
+                        matched_id=refused_id, distance=distance, similarity=round(sim, 4),
+                        guard=guard,
+                    )
+                else:
+                    p.verdict = Verdict(p.msg.id, Decision.UNIQUE, "unique")
+
+    def _record(self, pending: list[_Pending], fresh: list[_Pending],
+                tables: PendingTables) -> None:
+        """Write the batch's state in one atomic write."""
+        writes = WriteSet()
+        tables.stage(writes)
+        for p in fresh:
+            v = p.verdict
+            doc = Doc(p.seq, p.msg.timestamp_ms, p.fp, p.hash, v, p.text if p.indexed else "",
+                      p.indexed)
+            key = seq_key(p.seq)
+            writes.put("docs", key, doc.encode())
+            writes.put("ids", p.msg.id.encode(), key)
+            writes.put("ttl", ttl_key(p.msg.timestamp_ms, p.seq), b"")
+            if v.decision is not Decision.EXACT:
+                writes.put("exact", exact_key(p.hash), exact_value(p.seq, p.msg.id))
+            self._max_ts = max(self._max_ts, p.msg.timestamp_ms)
+        by_id = {p.msg.id: p.verdict for p in fresh}
+        for p in pending:
+            if p.verdict is None:  # a repeat of an id first seen earlier in this batch
+                p.verdict = _replayed(by_id[p.msg.id])
+                self.stats.replayed += 1
+        writes.put("meta", _META_COUNTERS, struct.pack(">Qq", self._next_seq, self._max_ts))
+        self.store.write(writes)
+
+    # -- expiry ---------------------------------------------------------------------------
+
+    def _expire(self, newest_ts: int, limit: int = 50_000) -> None:
+        """Remove messages older than the window behind `newest_ts`, oldest first."""
+        cutoff = newest_ts - self._window_ms
+        if cutoff <= 0:
+            return
+        expired = []
+        for key, _ in self.store.scan("ttl", b"", ttl_key(cutoff, 0)):
+            expired.append(key)
+            if len(expired) >= limit:
+                break
+        if not expired:
+            return
+        seqs = [struct.unpack(">QQ", k)[1] for k in expired]
+        docs = [
+            Doc.decode(seq, data)
+            for seq, data in zip(seqs, self.store.get_many("docs", [seq_key(s) for s in seqs]),
+                                 strict=True)
+            if data is not None
+        ]
+        writes = WriteSet()
+        indexed = [d for d in docs if d.indexed]
+        if indexed:
+            tables = PendingTables(self.store, self._layout, self.settings.index.anchor_postings)
+            fps = np.array([d.fp for d in indexed], dtype=np.uint64)
+            f = self.settings.fingerprint
+            anchors = fpr.anchors(fpr.Batch.of([d.text for d in indexed]), f.anchor_ngram,
+                                  f.anchor_window)
+            tables.load((k for ks in tables.keys_of(fps) for k in ks),
+                        (anchor_key(int(a)) for arr in anchors for a in arr))
+            tables.remove(np.array([d.seq for d in indexed], dtype=np.uint64))
+            tables.stage(writes)
+        hashes = [exact_key(d.text_hash) for d in docs]
+        for d, key, value in zip(docs, hashes, self.store.get_many("exact", hashes), strict=True):
+            if value is not None and struct.unpack(">Q", value[:8])[0] == d.seq:
+                writes.delete("exact", key)
+        for d in docs:
+            writes.delete("docs", seq_key(d.seq))
+            writes.delete("ids", d.verdict.id.encode())
+        writes.delete_range("ttl", b"", expired[-1] + b"\x00")
+        self.store.write(writes)
+        self.stats.expired += len(docs)
+
+
+def _replayed(first: Verdict) -> Verdict:
+    return Verdict(first.id, first.decision, first.reason, first.matched_id, first.distance,
+                   first.similarity, first.guard, replayed=True)

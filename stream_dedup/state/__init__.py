@@ -1,0 +1,16 @@
+"""Durable state behind a small key-value contract (`store.KVStore`): RocksDB in production, a
+dict-backed reference implementation for tests. The engine's tables are written against the
+contract, never against rocksdict directly."""
+
+from .store import COLUMN_FAMILIES, KVStore, MemoryStore, WriteSet
+
+__all__ = ["COLUMN_FAMILIES", "KVStore", "MemoryStore", "WriteSet", "open_store"]
+
+
+def open_store(backend: str, path: str, block_cache_mb: int = 256, sync: bool = False) -> KVStore:
+    """Open the configured backend (`state.backend`)."""
+    if backend == "memory":
+        return MemoryStore()
+    from .rocksdb import RocksStore
+
+    return RocksStore(path, block_cache_mb=block_cache_mb, sync=sync)
