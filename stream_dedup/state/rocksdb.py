@@ -98,7 +98,12 @@ class RocksStore:
         return total
 
     def close(self) -> None:
+        """Flush and release the directory lock (column-family views hold the DB open too)."""
         try:
+            for cf in self._cfs.values():
+                cf.close()
             self._db.close()
         except Exception as exc:
             raise StateError(f"closing the state in {self.path} failed: {exc}") from None
+        self._cfs.clear()
+        self._handles.clear()

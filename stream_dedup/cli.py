@@ -1,0 +1,217 @@
+"""The `stream-dedup` command line.
+
+Exit codes: 0 done; 1 an expected failure (bad config, unreadable input, state locked), printed
+as one line without a traceback; 2 bad command-line usage (argparse).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack
+from pathlib import Path
+from typing import TextIO
+
+from . import __version__
+from .config import Settings, load_config
+from .decode import decode
+from .engine import Engine
+from .errors import StreamDedupError
+from .files import read_lines
+from .records import DeadLetter, Message, Verdict
+from .state import open_store
+
+log = logging.getLogger(__name__)
+SAMPLE = Path(__file__).parent / "data" / "sample.jsonl.gz"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="stream-dedup",
+        description="Remove repeated and near-repeated Chinese short texts from feeds.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def with_config(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        p.add_argument("--config", help="config.yaml (default: built-in defaults)")
+        return p
+
+    d = with_config(sub.add_parser("dedup", help="file mode: keep the unique messages of a file"))
+    d.add_argument("input", nargs="?", default=str(SAMPLE),
+                   help="JSONL or text file, .gz allowed, '-' for stdin (default: the sample)")
+    d.add_argument("-o", "--output", default="-", help="unique records, as read (default: stdout)")
+    d.add_argument("--decisions", help="write every verdict with its reason as JSONL")
+    d.add_argument("--dead-letters", help="write records that could not be read as JSONL")
+    d.add_argument("--state", help="state directory (overrides state.path)")
+    d.add_argument("--quiet", action="store_true", help="no progress output")
+
+    c = with_config(sub.add_parser("check", help="compare two texts and explain the verdict"))
+    c.add_argument("first")
+    c.add_argument("second")
+
+    e = with_config(sub.add_parser("eval", help="score a labelled stream"))
+    e.add_argument("input", help="labelled JSONL(.gz): id, text, cluster, kind")
+    e.add_argument("--compare", action="store_true",
+                   help="also run the anchors (datasketch MinHashLSH, simhash package)")
+    e.add_argument("--json", action="store_true", help="print one JSON object")
+    e.add_argument("--state", help="state directory (default: a temporary one)")
+    return parser
+
+
+class Progress:
+    """Progress on stderr: a line updated in place on a terminal, a line every 10 s otherwise."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.tty = sys.stderr.isatty()
+        self.start = self.last = time.monotonic()
+
+    def update(self, done: int, note: str = "") -> None:
+        now = time.monotonic()
+        if not self.enabled or now - self.last < (0.5 if self.tty else 10.0):
+            return
+        self.last = now
+        rate = done / max(now - self.start, 1e-9)
+        line = f"{done:,} messages, {rate:,.0f} msgs/s {note}"
+        print(f"\r{line}" if self.tty else line, end="" if self.tty else "\n", file=sys.stderr)
+
+    def finish(self) -> None:
+        if self.enabled and self.tty:
+            print(file=sys.stderr)
+
+
+def _records(path: str, settings: Settings) -> Iterator[tuple[int, bytes, Message | DeadLetter]]:
+    base_ms = int(time.time() * 1000)
+    for number, raw in read_lines(path):
+        yield number, raw, decode(raw, f"{path}:{number}", f"line:{number}", base_ms + number,
+                                  settings.input)
+
+
+def _batches(items: Iterator[tuple[int, bytes, Message | DeadLetter]],
+             size: int) -> Iterator[list[tuple[int, bytes, Message | DeadLetter]]]:
+    batch: list[tuple[int, bytes, Message | DeadLetter]] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _open_out(stack: ExitStack, path: str | None) -> TextIO | None:
+    if path is None:
+        return None
+    if path == "-":
+        return sys.stdout
+    return stack.enter_context(open(path, "w", encoding="utf-8"))
+
+
+def verdict_json(v: Verdict) -> dict[str, object]:
+    out: dict[str, object] = {"id": v.id, "verdict": v.decision.value, "reason": v.reason}
+    for key in ("matched_id", "distance", "similarity", "guard"):
+        value = getattr(v, key)
+        if value is not None:
+            out[key] = value
+    if v.replayed:
+        out["replayed"] = True
+    return out
+
+
+def cmd_dedup(args: argparse.Namespace, settings: Settings) -> int:
+    state_path = args.state or settings.state.path
+    engine = Engine(settings, open_store(settings.state.backend, state_path,
+                                         settings.state.block_cache_mb, settings.state.sync_writes))
+    progress = Progress(not args.quiet)
+    started = time.perf_counter()
+    dead = 0
+    with ExitStack() as stack:
+        stack.callback(engine.close)
+        out = _open_out(stack, args.output)
+        decisions = _open_out(stack, args.decisions)
+        dead_out = _open_out(stack, args.dead_letters)
+        for batch in _batches(_records(args.input, settings), settings.engine.batch_size):
+            messages = [r for _, _, r in batch if isinstance(r, Message)]
+            verdicts = iter(engine.process(messages))
+            for number, raw, record in batch:
+                if isinstance(record, DeadLetter):
+                    dead += 1
+                    print(f"skipped {record.source}: {record.reason}", file=sys.stderr)
+                    if dead_out:
+                        dead_out.write(json.dumps({"source": record.source, "line": number,
+                                                   "reason": record.reason,
+                                                   "raw": raw.decode("utf-8", "replace")},
+                                                  ensure_ascii=False) + "\n")
+                    continue
+                verdict = next(verdicts)
+                if not verdict.is_duplicate and out:
+                    out.write(raw.decode("utf-8") + "\n")
+                if decisions:
+                    decisions.write(json.dumps(verdict_json(verdict), ensure_ascii=False) + "\n")
+            progress.update(engine.stats.messages + dead)
+        progress.finish()
+    elapsed = time.perf_counter() - started
+    stats = engine.stats
+    total = stats.messages + dead
+    dups = stats.decisions["exact"] + stats.decisions["near"]
+    print(
+        f"{total:,} records: {stats.decisions['unique']:,} unique, {stats.decisions['exact']:,} "
+        f"exact, {stats.decisions['near']:,} near, {dead:,} dead letters, "
+        f"{stats.replayed:,} replayed; dedup rate {dups / max(stats.messages, 1):.1%}; "
+        f"{total / max(elapsed, 1e-9):,.0f} msgs/s",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def cmd_check(args: argparse.Namespace, settings: Settings) -> int:
+    from dataclasses import replace
+
+    from .fingerprint import Batch, simhash
+    from .index.layout import hamming
+    from .normalize import Normalizer
+    from .verify import bigrams, similarity
+
+    settings = replace(settings, state=replace(settings.state, backend="memory"))
+    norm = Normalizer(settings.normalize)
+    texts = [norm.normalize(t) for t in (args.first, args.second)]
+    fps = simhash(Batch.of(texts), settings.fingerprint.ngram)
+    engine = Engine(settings, open_store("memory", ""))
+    verdict = engine.process([Message("first", args.first, 0), Message("second", args.second, 1)])
+    score, _ = similarity(bigrams(texts[0]), bigrams(texts[1]), len(texts[0]), len(texts[1]),
+                          settings.verify)
+    for label, text, fp in zip(("first", "second"), texts, fps, strict=True):
+        print(f"{label:>8}: {text}\n{'':>8}  simhash {int(fp):016x}")
+    print(f"distance: {int(hamming(fps[0], fps[1]))} bits, similarity: {score:.3f}")
+    print(f" verdict: {verdict[1].decision.value} ({verdict[1].reason})")
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
+    from .eval.command import run_eval
+
+    return run_eval(args, settings)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    try:
+        settings = load_config(args.config)
+        handler = {"dedup": cmd_dedup, "check": cmd_check, "eval": cmd_eval}[args.command]
+        return handler(args, settings)
+    except StreamDedupError as exc:
+        print(f"stream-dedup: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("stream-dedup: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,96 @@
+"""Raw records to messages: the one place that reads a record's bytes, for files and Kafka alike.
+
+A record that cannot become a message becomes a `DeadLetter` with a reason; nothing raises.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from .config import InputSettings
+from .records import DeadLetter, Message
+
+JSON_MAX_DEPTH = 64
+
+
+def _field(obj: Any, path: str) -> Any:
+    for part in path.split("."):
+        if not isinstance(obj, dict) or part not in obj:
+            return None
+        obj = obj[part]
+    return obj
+
+
+def _event_ms(value: Any) -> int | None:
+    """Epoch seconds or milliseconds (numbers), or an ISO 8601 string."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return int(value if value > 1e11 else value * 1000)
+    if isinstance(value, str):
+        try:
+            return int(datetime.fromisoformat(value).timestamp() * 1000)
+        except ValueError:
+            return None
+    return None
+
+
+def _depth(text: str) -> int:
+    depth = deepest = 0
+    for ch in text:
+        if ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def decode(raw: bytes, source: str, fallback_id: str, arrival_ms: int,
+           settings: InputSettings) -> Message | DeadLetter:
+    """Decode one record. `fallback_id` is used when there is no id field (a file line number, a
+    topic/partition/offset); `arrival_ms` when there is no event-time field."""
+
+    def dead(reason: str) -> DeadLetter:
+        return DeadLetter(source, reason, raw)
+
+    if len(raw) > settings.max_bytes:
+        return dead(f"record of {len(raw)} bytes is over input.max_bytes={settings.max_bytes}")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return dead(f"not UTF-8 (byte {exc.start})")
+    stripped = text.strip()
+    if not stripped:
+        return dead("empty record")
+    ident, ts = fallback_id, arrival_ms
+    as_json = settings.format == "json" or (settings.format == "auto" and stripped[0] == "{")
+    if as_json:
+        if _depth(stripped) > JSON_MAX_DEPTH:
+            return dead(f"JSON nested deeper than {JSON_MAX_DEPTH}")
+        try:
+            obj = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            return dead(f"malformed JSON: {exc.msg} at column {exc.colno}")
+        if not isinstance(obj, dict):
+            return dead("JSON record is not an object")
+        value = _field(obj, settings.text_field)
+        if not isinstance(value, str):
+            return dead(f"missing text field '{settings.text_field}'")
+        text = value
+        if settings.id_field:
+            found = _field(obj, settings.id_field)
+            if isinstance(found, str | int) and not isinstance(found, bool):
+                ident = str(found)
+        if settings.time_field:
+            stamp = _event_ms(_field(obj, settings.time_field))
+            if stamp is None:
+                return dead(f"missing or unreadable time field '{settings.time_field}'")
+            ts = stamp
+    if not text.strip():
+        return dead("empty text")
+    if len(text) > settings.max_chars:
+        return dead(f"text of {len(text)} characters is over input.max_chars={settings.max_chars}")
+    return Message(ident, text, ts)

@@ -1,0 +1,34 @@
+"""Any pair within distance k shares a bucket, for every supported layout."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stream_dedup.index.layout import make_layout
+
+pytestmark = pytest.mark.property
+
+LAYOUTS = [("blocks", k, 0) for k in range(0, 8)] + [
+    ("permuted", k, r) for k in range(1, 7) for r in range(k + 2, min(k + 5, 12))
+]
+
+
+@st.composite
+def pair_within(draw: st.DrawFn, k: int) -> tuple[int, int]:
+    a = draw(st.integers(0, 2**64 - 1))
+    flips = draw(st.sets(st.integers(0, 63), max_size=k))
+    b = a
+    for bit in flips:
+        b ^= 1 << bit
+    return a, b
+
+
+@pytest.mark.parametrize(("kind", "k", "r"), LAYOUTS)
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_pairs_within_k_share_a_bucket(kind: str, k: int, r: int, data: st.DataObject) -> None:
+    layout = make_layout(kind, k, r)
+    a, b = data.draw(pair_within(k))
+    keys = layout.keys(np.array([a, b], dtype=np.uint64))
+    assert (keys[:, 0] == keys[:, 1]).any()

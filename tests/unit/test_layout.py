@@ -1,0 +1,32 @@
+import numpy as np
+import pytest
+
+from stream_dedup.index.layout import Layout, hamming, make_layout
+
+pytestmark = pytest.mark.unit
+
+
+def test_blocks_layout_is_k_plus_one_tables() -> None:
+    layout = Layout.blocks(3)
+    assert len(layout.tables) == 4
+    assert [layout.key_bits(t) for t in range(4)] == [16, 16, 16, 16]
+
+
+def test_permuted_layout_counts_tables() -> None:
+    layout = make_layout("permuted", 3, 6)
+    assert len(layout.tables) == 20  # C(6, 3)
+    assert all(layout.key_bits(t) >= 31 for t in range(20))
+
+
+def test_keys_are_the_block_bits() -> None:
+    keys = Layout.blocks(3).keys(np.array([0x123456789ABCDEF0], dtype=np.uint64))
+    assert keys[:, 0].tolist() == [0xDEF0, 0x9ABC, 0x5678, 0x1234]
+
+
+def test_bad_layout_is_refused() -> None:
+    with pytest.raises(ValueError, match="k="):
+        Layout.permuted(5, 5)
+
+
+def test_hamming() -> None:
+    assert hamming(np.array([0b1011], dtype=np.uint64), 0b0001).tolist() == [2]

@@ -1,0 +1,36 @@
+import pytest
+
+from stream_dedup.normalize import NormalizeSettings, Normalizer
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("今天天气很好！", "今天天气很好"),
+        ("ＡＢＣ１２３", "abc123"),  # full width and case
+        ("這是繁體字", "这是繁体字"),
+        ("好评//@小王: 今天天气很好", "好评小王今天天气很好"[:2] + "今天天气很好"),
+        ("转发微博", ""),
+        ("@张三 你好", "你好"),
+        ("#话题# 正文【标签】", "正文"),
+        ("看这里 http://t.cn/abc123 很好", "看这里很好"),
+        ("太好了[哈哈]😂", "太好了"),
+        ("a&nbsp;b<br>c&#65292;d", "abcd"),
+        ("零\u200b宽", "零宽"),
+    ],
+)
+def test_each_decoration_class_is_removed(raw: str, expected: str) -> None:
+    assert Normalizer().normalize(raw) == expected
+
+
+def test_steps_can_be_switched_off() -> None:
+    keep_tags = Normalizer(NormalizeSettings(tags=False, symbols=False))
+    assert "话题" in keep_tags.normalize("#话题# 正文")
+
+
+def test_batch_equals_single() -> None:
+    n = Normalizer()
+    texts = ["一", "#二# 三", ""]
+    assert n.normalize_batch(texts) == [n.normalize(t) for t in texts]
