@@ -143,21 +143,17 @@ def _coerce(key: str, value: Any, tp: Any) -> Any:
             except ConfigError:
                 continue
         raise ConfigError(key, f"{value!r} has the wrong type", _type_name(tp))
-    if tp is type(None):
-        if value is None:
-            return None
-    elif tp is bool:
-        if isinstance(value, bool):
-            return value
-    elif tp is float:
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-    elif tp is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    elif tp is str:
-        if isinstance(value, str):
-            return value
+    is_number = isinstance(value, int | float) and not isinstance(value, bool)
+    if tp is type(None) and value is None:
+        return None
+    if tp is bool and isinstance(value, bool):
+        return value
+    if tp is float and is_number:
+        return float(value)
+    if tp is int and is_number and isinstance(value, int):
+        return value
+    if tp is str and isinstance(value, str):
+        return value
     raise ConfigError(key, f"{value!r} has the wrong type", _type_name(tp))
 
 
@@ -229,7 +225,9 @@ def _check(s: Settings) -> None:
     need(s.input.max_chars >= 1, "input.max_chars", "out of range", ">= 1")
 
 
-def settings_from_dict(data: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> Settings:
+def settings_from_dict(
+    data: Mapping[str, Any], environ: Mapping[str, str] | None = None
+) -> Settings:
     """Build and check settings from a parsed config mapping plus environment overrides."""
     merged: dict[str, Any] = {k: dict(v) if isinstance(v, Mapping) else v for k, v in data.items()}
     _apply_env(merged, os.environ if environ is None else environ)

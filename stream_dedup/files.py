@@ -21,7 +21,7 @@ def open_input(path: str | Path) -> BinaryIO:
     try:
         if path.endswith(".gz"):
             return gzip.open(path, "rb")  # type: ignore[return-value]
-        return open(path, "rb")  # noqa: SIM115 - the caller closes it
+        return open(path, "rb")
     except OSError as exc:
         raise InputError(path, exc.strerror or "cannot open") from None
 

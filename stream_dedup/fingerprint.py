@@ -38,7 +38,7 @@ def mix64(x: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True, slots=True)
 class Batch:
-    """Code points of a batch of texts, concatenated; text j is ``codes[offsets[j]:offsets[j+1]]``."""
+    """Code points of a batch of texts, concatenated: text j is codes[offsets[j]:offsets[j+1]]."""
 
     codes: np.ndarray  # uint64
     offsets: np.ndarray  # int64, len = texts + 1

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,7 +19,7 @@ class Message:
     timestamp_ms: int
 
 
-class Decision(str, Enum):
+class Decision(StrEnum):
     """What the engine decided about one message."""
 
     UNIQUE = "unique"

@@ -21,7 +21,7 @@ def test_similar_texts_are_closer_than_different_ones() -> None:
 
 
 def test_ngram_hashes_stay_inside_each_text() -> None:
-    hashes, owners = ngram_hashes(Batch.of(["abcd", "ef", "g"]), 3)
+    _hashes, owners = ngram_hashes(Batch.of(["abcd", "ef", "g"]), 3)
     assert owners.tolist() == [0, 0, 1, 2]  # 2 grams of "abcd"; the short ones whole
 
 

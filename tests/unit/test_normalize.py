@@ -1,6 +1,6 @@
 import pytest
 
-from stream_dedup.normalize import NormalizeSettings, Normalizer
+from stream_dedup.normalize import Normalizer, NormalizeSettings
 
 pytestmark = pytest.mark.unit
 
