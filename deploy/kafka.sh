@@ -251,7 +251,7 @@ start() {
   local pid started rc port
   if pid=$(broker_pid); then
     log "already running (pid $pid) on $HOST:$KAFKA_PORT"
-    wait_ready "$pid" || exit 1
+    wait_ready "$pid" any || exit 1
     return 0
   fi
   command -v "$JAVA" >/dev/null || die "java ('$JAVA') is not installed (Kafka 4.x needs Java 17+)"
@@ -290,10 +290,11 @@ start() {
   log "ready in $((SECONDS - started)) s (pid $pid); bootstrap $HOST:$KAFKA_PORT"
 }
 
-wait_ready() {
-  local pid=$1 rc=0
+wait_ready() { # pid [any]: with "any", any broker id will do (a broker started earlier)
+  local pid=$1 rc=0 node=(--node-id "$KAFKA_NODE_ID")
+  [[ ${2:-} != any ]] || node=()
   "$PYTHON" "$READY_HELPER" --bootstrap "$HOST:$KAFKA_PORT" --timeout "$KAFKA_START_TIMEOUT" \
-    --pid "$pid" --node-id "$KAFKA_NODE_ID" || rc=$?
+    --pid "$pid" "${node[@]}" || rc=$?
   if ((rc != 0)); then
     case $rc in
       2) printf 'kafka.sh: error: the broker exited during startup\n' >&2 ;;

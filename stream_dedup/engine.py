@@ -81,6 +81,7 @@ class Engine:
             settings.index.layout, settings.index.max_distance, settings.index.blocks
         )
         self._window_ms = int(settings.window.seconds * 1000)
+        self._grams: dict[int, frozenset[str]] = {}
         self.exact = ExactStage(settings.exact, settings.window.seconds, store)
         self._check_format()
         counters = store.get_many("meta", [_META_COUNTERS])[0]
@@ -293,7 +294,9 @@ class Engine:
                                  strict=True)
             if data is not None  # expired meanwhile
         }
-        grams: dict[int, frozenset[str]] = {}
+        grams = self._grams
+        if len(grams) > 200_000:  # bigram sets of recent candidates, reused across batches
+            grams.clear()
         vs = self.settings.verify
         for p, cands in zip(near, candidates, strict=True):
             mine = grams.setdefault(p.seq, bigrams(p.text))

@@ -35,7 +35,7 @@ def bigrams(text: str) -> frozenset[str]:
     """Character bigrams (a one-character text is its own feature)."""
     if len(text) < 2:
         return frozenset((text,)) if text else frozenset()
-    return frozenset(text[i : i + 2] for i in range(len(text) - 1))
+    return frozenset(map(str.__add__, text, text[1:]))
 
 
 def similarity(a: frozenset[str], b: frozenset[str], len_a: int, len_b: int,

@@ -85,15 +85,16 @@ class PendingTables:
     def stage(self, writes: WriteSet) -> None:
         """Add the changed buckets and postings to `writes` (emptied ones are deleted)."""
         for key, added in self._added_entries.items():
-            self.buckets[key] = np.concatenate(
-                [self.buckets[key], np.array(added, dtype=ENTRY)]
-            )
+            flat = [v for entry in added for v in entry]
+            writes.put("blocks", key,
+                       self.buckets[key].tobytes() + struct.pack(f"<{len(flat)}Q", *flat))
+        keep = self._postings * 8
         for key, seqs in self._added_seqs.items():
-            merged = np.concatenate([self.anchors[key], np.array(seqs, dtype="<u8")])
-            self.anchors[key] = merged[-self._postings :]
-        changed = self._changed | self._added_entries.keys() | self._added_seqs.keys()
-        for cf, target in (("blocks", self.buckets), ("anchors", self.anchors)):
-            for key in changed & target.keys():
+            merged = self.anchors[key].tobytes() + struct.pack(f"<{len(seqs)}Q", *seqs)
+            writes.put("anchors", key, merged[-keep:])
+        for cf, target, added in (("blocks", self.buckets, self._added_entries),
+                                  ("anchors", self.anchors, self._added_seqs)):
+            for key in (self._changed & target.keys()) - added.keys():
                 value = target[key]
                 if len(value):
                     writes.put(cf, key, value.tobytes())
