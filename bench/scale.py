@@ -1,0 +1,94 @@
+"""Scale of the block tables: fill RocksDB with up to 10M fingerprints and measure queries.
+
+    python bench/scale.py [--sizes 100000 1000000 10000000] [--queries 20000] [--state DIR]
+
+At each size it prints the per-query cost (one batch multi-get of every table's bucket plus the
+XOR/popcount over what comes back, as the engine does), candidates per query, resident memory and
+state bytes per stored fingerprint. Fingerprints are random: candidates are the layout's floor,
+T * N / 2^b. Filling writes every bucket once per step (the batch insert with a large batch).
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import tempfile
+import time
+
+import numpy as np
+
+from stream_dedup.index.layout import hamming, make_layout
+from stream_dedup.index.tables import ENTRY, PendingTables, bucket_key
+from stream_dedup.state import WriteSet, open_store
+
+
+def fill(store, layout, fps: np.ndarray, seqs: np.ndarray, chunk: int = 2_000_000) -> None:
+    """Append entries to their buckets, one read and one write per touched bucket per chunk."""
+    for start in range(0, len(fps), chunk):
+        f, s = fps[start : start + chunk], seqs[start : start + chunk]
+        keys = layout.keys(f)
+        for t in range(len(layout.tables)):
+            order = np.argsort(keys[t], kind="stable")
+            k, entries = keys[t][order], np.empty(len(order), dtype=ENTRY)
+            entries["fp"], entries["seq"] = f[order], s[order]
+            cuts = np.flatnonzero(np.diff(k)) + 1
+            starts = np.r_[0, cuts]
+            names = [bucket_key(t, int(k[i])) for i in starts]
+            old = store.get_many("blocks", names)
+            writes = WriteSet()
+            for name, prev, part in zip(names, old, np.split(entries, cuts), strict=True):
+                writes.put("blocks", name, (prev or b"") + part.tobytes())
+            store.write(writes)
+        print(f"  filled {start + len(f):,}", flush=True)
+
+
+def query(store, layout, fps: np.ndarray, batch: int = 1000) -> tuple[float, float]:
+    """Seconds per query and candidates per query, in engine-sized batches."""
+    candidates = 0
+    began = time.perf_counter()
+    for start in range(0, len(fps), batch):
+        part = fps[start : start + batch]
+        tables = PendingTables(store, layout, 1)
+        keys = tables.keys_of(part)
+        tables.load((k for ks in keys for k in ks), ())
+        for fp, ks in zip(part.tolist(), keys, strict=True):
+            found = [tables.bucket(k)[0] for k in ks]
+            allc = np.concatenate(found)
+            close = hamming(allc["fp"], fp) <= layout.max_distance
+            candidates += len(allc)
+            int(close.sum())
+    return (time.perf_counter() - began) / len(fps), candidates / len(fps)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000, 10_000_000])
+    parser.add_argument("--queries", type=int, default=20_000)
+    parser.add_argument("--layout", default="blocks", choices=["blocks", "permuted"])
+    parser.add_argument("--k", type=int, default=3)
+    parser.add_argument("--state", help="state directory (default: a temporary one)")
+    args = parser.parse_args()
+    layout = make_layout(args.layout, args.k)
+    rng = np.random.default_rng(7)
+    with tempfile.TemporaryDirectory(prefix="stream-dedup-scale-") as tmp:
+        store = open_store("rocksdb", args.state or f"{tmp}/state")
+        stored = 0
+        print(f"layout {args.layout} k={args.k}: {len(layout.tables)} tables")
+        print(f"{'stored':>12} {'us/query':>9} {'cand/query':>11} {'us/cand':>8} "
+              f"{'RSS MiB':>8} {'bytes/msg':>10}")
+        for size in sorted(args.sizes):
+            new = size - stored
+            fps = rng.integers(0, 2**64, new, dtype=np.uint64)
+            fill(store, layout, fps, np.arange(stored, size, dtype=np.uint64))
+            stored = size
+            per_query, cands = query(store, layout,
+                                     rng.integers(0, 2**64, args.queries, dtype=np.uint64))
+            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            print(f"{stored:>12,} {per_query * 1e6:>9.1f} {cands:>11.1f} "
+                  f"{per_query * 1e6 / max(cands, 1):>8.3f} {rss:>8.0f} "
+                  f"{store.disk_bytes() / stored:>10.1f}", flush=True)
+        store.close()
+
+
+if __name__ == "__main__":
+    main()
