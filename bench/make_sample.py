@@ -52,6 +52,9 @@ Token = tuple[str, str]  # (word, POS tag) of the PKU tag set
 
 NEGATORS = set("不没未无非别莫勿否")
 CN_DIGITS = "一二三四五六七八九"
+SUBJECT_TAGS = {"n", "nr", "ns", "nt", "nz", "r", "j"}  # PKU tags of nouns and pronouns
+UNNEGATABLE = {"为"}  # "图为…" (a caption's "pictured:") and other copula uses
+PLAIN_ADVERBS = {"也", "都", "就", "还", "很", "又", "却", "并", "则", "仍", "仍然", "已经", "才"}
 CN_NUMERALS = set(CN_DIGITS + "十百千万亿零两〇")
 TERMINATORS = {"。", "！", "？"}
 FULLWIDTH_ALNUM = {
@@ -379,32 +382,52 @@ def changed_numbers(base: Base, rng: random.Random) -> str | None:
 
 
 def negated(base: Base, rng: random.Random) -> str | None:
-    """不 (or 没 before 有 and before a verb taking 过) put before one verb or adjective."""
+    """不 (没 before 有 or a verb taking 过) put before a verb or adjective that follows its
+    subject or a plain adverb, where a negation reads naturally."""
     if len(base.text) > MAX_NEGATION_CHARS:
         return None
     tokens = base.tokens
-    spots = [
-        i
-        for i, (word, pos) in enumerate(tokens)
-        if pos in {"v", "a"}
-        and (i == 0 or not NEGATORS & set(tokens[i - 1][0]))
-        and not NEGATORS & set(word)
-    ]
+    spots = [i for i in range(1, len(tokens)) if _negatable(tokens, i)]
     if not spots:
         return None
     i = rng.choice(spots)
-    word = tokens[i][0]
-    takes_mei = word.startswith("有") or (i + 1 < len(tokens) and tokens[i + 1][0] == "过")
+    takes_mei = tokens[i][0].startswith("有") or tokens[i + 1 : i + 2] == (("过", "u"),)
     words = [w for w, _ in tokens]
     words.insert(i, "没" if takes_mei else "不")
     return "".join(words)
+
+
+def _negatable(tokens: tuple[Token, ...], i: int) -> bool:
+    word, pos = tokens[i]
+    before, before_pos = tokens[i - 1]
+    after_pos = tokens[i + 1][1] if i + 1 < len(tokens) else "w"
+    return (
+        pos in {"v", "a"}
+        and word not in UNNEGATABLE
+        and (before_pos in SUBJECT_TAGS or before in PLAIN_ADVERBS)
+        and after_pos != "f"  # "在…帮助下": a verb inside a phrase, not the predicate
+        and _clause_is_plain(tokens, i)
+    )
+
+
+def _clause_is_plain(tokens: tuple[Token, ...], i: int) -> bool:
+    """No negator yet in the clause (a second one could cancel it), and no preposition whose
+    phrase the verb would end ("同中国开拓": the negation belongs before 同)."""
+    verb_between = False
+    for word, pos in reversed(tokens[:i]):
+        if pos == "w":
+            break
+        if NEGATORS & set(word) or (pos == "p" and not verb_between):
+            return False
+        verb_between = verb_between or pos == "v"
+    return True
 
 
 def _is_number(tokens: tuple[Token, ...], i: int) -> bool:
     word, pos = tokens[i]
     if any(c.isascii() and c.isdigit() for c in word):
         return True
-    if pos == "m" and set(word) <= CN_NUMERALS:
+    if pos == "m" and set(word) <= CN_NUMERALS and word != "一":  # 一片, 一点: "a", not one
         return i + 1 < len(tokens) and tokens[i + 1][1] == "q"
     return (
         pos == "t"
@@ -420,10 +443,8 @@ def _other_number(word: str, rng: random.Random) -> str:
     if not spots:  # a numeral like 十 or 两 alone: give it a digit word instead
         return rng.choice(CN_DIGITS[2:]) + word[1:]
     i = rng.choice(spots)
-    if word[i].isascii():
-        pool = "123456789" if i == 0 and len(word) > 1 and word[1].isdigit() else "0123456789"
-    else:
-        pool = CN_DIGITS
+    # No leading zero (no "0月"); Chinese numerals stay Chinese.
+    pool = ("123456789" if i == 0 else "0123456789") if word[i].isascii() else CN_DIGITS
     return word[:i] + rng.choice(pool.replace(word[i], "")) + word[i + 1 :]
 
 
