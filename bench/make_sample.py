@@ -195,21 +195,15 @@ def build_stream(bases: list[Base], n: int, rng: random.Random) -> list[dict[str
     unused = iter(bases)
     shown: list[tuple[str, Base]] = []  # (cluster, base) in order of first appearance
     lines: list[dict[str, str]] = []
-    negatives = 0
+    written: set[str] = set()
     for i in range(n):
         roll = rng.random()
         line = None
         if shown and roll < P_NEGATIVE:
-            negative = next(
-                filter(
-                    None, (hard_negative(rng.choice(shown)[1], rng) for _ in range(NEGATIVE_TRIES))
-                ),
-                None,
-            )
+            negative = some_negative(shown, written, rng)
             if negative:
                 text, how = negative
-                negatives += 1
-                line = {"text": text, "cluster": f"n{negatives}", "kind": f"neg:{how}"}
+                line = {"text": text, "cluster": f"n{i}", "kind": f"neg:{how}"}
         elif shown and roll < P_NEGATIVE + P_DUPLICATE:
             pool = shown[-RECENT_CLUSTERS:] if rng.random() < 0.5 else shown
             cluster, base = rng.choice(pool)
@@ -221,7 +215,20 @@ def build_stream(bases: list[Base], n: int, rng: random.Random) -> list[dict[str
             shown.append((cluster, base))
             line = {"text": base.text, "cluster": cluster, "kind": "orig"}
         lines.append({"id": f"m{i}", **line})
+        written.add(line["text"])
     return lines
+
+
+def some_negative(
+    shown: list[tuple[str, Base]], written: set[str], rng: random.Random
+) -> tuple[str, str] | None:
+    """A hard negative of one of a few earlier bases; never a text already in the stream, which
+    would be a duplicate whatever its label says."""
+    for _ in range(NEGATIVE_TRIES):
+        negative = hard_negative(rng.choice(shown)[1], rng)
+        if negative and negative[0] not in written:
+            return negative
+    return None
 
 
 def duplicate(text: str, rng: random.Random) -> tuple[str, list[str]]:

@@ -18,8 +18,9 @@ SAMPLE = Path(__file__).parents[2] / "stream_dedup" / "data" / "sample.jsonl.gz"
 
 
 def _line(id_: str, text: str, cluster: str, kind: str, **extra: object) -> str:
-    return json.dumps({"id": id_, "text": text, "cluster": cluster, "kind": kind, **extra},
-                      ensure_ascii=False)
+    return json.dumps(
+        {"id": id_, "text": text, "cluster": cluster, "kind": kind, **extra}, ensure_ascii=False
+    )
 
 
 GOOD = [
@@ -47,8 +48,12 @@ def test_timestamps_given_or_synthetic_by_position(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     path.write_text("\n".join(GOOD), encoding="utf-8")
     stamps = [i.message.timestamp_ms for i in read_labelled(path)]
-    assert stamps == [SYNTHETIC_EPOCH_MS, 5, SYNTHETIC_EPOCH_MS + 2 * SYNTHETIC_STEP_MS,
-                      SYNTHETIC_EPOCH_MS + 3 * SYNTHETIC_STEP_MS]
+    assert stamps == [
+        SYNTHETIC_EPOCH_MS,
+        5,
+        SYNTHETIC_EPOCH_MS + 2 * SYNTHETIC_STEP_MS,
+        SYNTHETIC_EPOCH_MS + 3 * SYNTHETIC_STEP_MS,
+    ]
 
 
 def test_truth_is_an_earlier_message_of_the_same_cluster(tmp_path: Path) -> None:

@@ -17,12 +17,12 @@ def _stream(*rows: tuple[str, str]) -> list[LabelledMessage]:
 STREAM = _stream(
     ("c0", "orig"),
     ("c1", "orig"),
-    ("c0", "dup:exact"),         # found
+    ("c0", "dup:exact"),  # found
     ("c0", "dup:retweet+typo"),  # found
-    ("c1", "dup:typo"),          # missed
-    ("n0", "neg:numbers"),       # wrongly flagged
-    ("n1", "neg:negation"),      # rightly passed
-    ("c2", "orig"),              # wrongly flagged
+    ("c1", "dup:typo"),  # missed
+    ("n0", "neg:numbers"),  # wrongly flagged
+    ("n1", "neg:negation"),  # rightly passed
+    ("c2", "orig"),  # wrongly flagged
 )
 FLAGS = [False, False, True, True, False, True, False, True]
 
