@@ -299,7 +299,7 @@ class Engine:
             grams.clear()
         vs = self.settings.verify
         for p, cands in zip(near, candidates, strict=True):
-            mine = grams.setdefault(p.seq, bigrams(p.text))
+            mine = grams[p.seq] = bigrams(p.text)
             refused: tuple[str, str, int, float] | None = None
             for seq, dist, _shared in cands:
                 other = in_batch.get(seq)
@@ -310,7 +310,10 @@ class Engine:
                 )
                 if text is None:
                     continue
-                check = verify(text, p.text, grams.setdefault(seq, bigrams(text)), mine, vs)
+                theirs = grams.get(seq)
+                if theirs is None:
+                    theirs = grams[seq] = bigrams(text)
+                check = verify(text, p.text, theirs, mine, vs)
                 distance = int(hamming(np.uint64(ofp), p.fp)) if dist < 0 else dist
                 if check.duplicate:
                     p.verdict = Verdict(

@@ -21,19 +21,19 @@ def render_text(rows: Sequence[Row]) -> str:
         [
             [
                 row.method,
-                _fraction(row.precision),
-                _fraction(row.recall),
-                _fraction(row.f1),
+                _fraction(row.scores.precision),
+                _fraction(row.scores.recall),
+                _fraction(row.scores.f1),
                 _rate(row.msgs_per_s),
-                _fraction(row.hard_negatives_flagged),
+                _fraction(row.scores.hard_negatives_flagged),
             ]
             for row in rows
         ],
     )
     sections = [summary]
-    kinds = _keys(row.per_kind for row in rows)
+    kinds = _keys(row.scores.per_kind for row in rows)
     if kinds:
-        cells = [[row.method, *(_fraction(row.per_kind.get(k)) for k in kinds)] for row in rows]
+        cells = [[row.method, *(_fraction(row.scores.per_kind.get(k)) for k in kinds)] for row in rows]
         sections.append("recall per edit kind\n" + _table(["method", *kinds], cells))
     stages = _keys(row.stage_msgs_per_s for row in rows)
     if stages:
@@ -55,13 +55,13 @@ def render_json(rows: Sequence[Row]) -> str:
 def _row_json(row: Row) -> dict[str, Any]:
     return {
         "method": row.method,
-        "precision": row.precision,
-        "recall": row.recall,
-        "f1": row.f1,
+        "precision": row.scores.precision,
+        "recall": row.scores.recall,
+        "f1": row.scores.f1,
         "msgs_per_s": row.msgs_per_s,
-        "per_kind": dict(row.per_kind),
-        "hard_negatives_flagged": row.hard_negatives_flagged,
-        "hard_negatives_per_kind": dict(row.hard_negatives_per_kind),
+        "per_kind": dict(row.scores.per_kind),
+        "hard_negatives_flagged": row.scores.hard_negatives_flagged,
+        "hard_negatives_per_kind": dict(row.scores.hard_negatives_per_kind),
         "stage_msgs_per_s": dict(row.stage_msgs_per_s),
     }
 

@@ -26,34 +26,9 @@ class Row:
     """
 
     method: str
-    precision: float
-    recall: float
-    f1: float
+    scores: Scores
     msgs_per_s: float
-    per_kind: Mapping[str, float]
-    hard_negatives_flagged: float
-    hard_negatives_per_kind: Mapping[str, float]
     stage_msgs_per_s: Mapping[str, float] = field(default_factory=dict)
-
-    @classmethod
-    def from_scores(
-        cls,
-        method: str,
-        scores: Scores,
-        msgs_per_s: float,
-        stage_msgs_per_s: Mapping[str, float] | None = None,
-    ) -> Row:
-        return cls(
-            method=method,
-            precision=scores.precision,
-            recall=scores.recall,
-            f1=scores.f1,
-            msgs_per_s=msgs_per_s,
-            per_kind=scores.per_kind,
-            hard_negatives_flagged=scores.hard_negatives_flagged,
-            hard_negatives_per_kind=scores.hard_negatives_per_kind,
-            stage_msgs_per_s=dict(stage_msgs_per_s or {}),
-        )
 
 
 def run(
@@ -88,7 +63,7 @@ def run(
         if seconds > stages_before.get(stage, 0.0)
     }
     rate = len(messages) / elapsed if elapsed > 0 else 0.0
-    return Row.from_scores(detector.name, score(flags, labelled), rate, stage_rates)
+    return Row(detector.name, score(flags, labelled), rate, stage_rates)
 
 
 def _stage_seconds(detector: Detector) -> dict[str, float]:

@@ -4,30 +4,23 @@ import pytest
 
 from stream_dedup.eval.report import as_json, render_json, render_text
 from stream_dedup.eval.runner import Row
+from stream_dedup.eval.score import Scores
 
 pytestmark = pytest.mark.unit
 
 ROWS = [
     Row(
         "ours",
-        0.99,
-        0.98,
-        0.985,
+        Scores(0.99, 0.98, 0.985, {"exact": 1.0, "typo": 0.9}, 0.05, {"numbers": 0.1},
+               0, 0, 0, 0),
         12345.6,
-        {"exact": 1.0, "typo": 0.9},
-        0.05,
-        {"numbers": 0.1},
         {"normalize": 150000.0},
     ),
     Row(
         "datasketch-0.4",
-        0.947,
-        0.937,
-        0.942,
+        Scores(0.947, 0.937, 0.942, {"exact": 1.0, "trad": 0.25}, 0.98, {"numbers": 0.96},
+               0, 0, 0, 0),
         4500.0,
-        {"exact": 1.0, "trad": 0.25},
-        0.98,
-        {"numbers": 0.96},
     ),
 ]
 

@@ -61,8 +61,8 @@ def test_feeds_in_order_in_batches_and_scores() -> None:
     assert detector.batches == [2, 2, 1]
     assert progress == [(2, 5), (4, 5), (5, 5)]
     assert row.method == "seen-text"
-    assert (row.precision, row.recall) == (1.0, 0.5)
-    assert row.per_kind == {"exact": 1.0, "punct": 0.0}
+    assert (row.scores.precision, row.scores.recall) == (1.0, 0.5)
+    assert row.scores.per_kind == {"exact": 1.0, "punct": 0.0}
     assert row.msgs_per_s > 0
     assert row.stage_msgs_per_s == {}
 
