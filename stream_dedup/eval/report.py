@@ -33,7 +33,9 @@ def render_text(rows: Sequence[Row]) -> str:
     sections = [summary]
     kinds = _keys(row.scores.per_kind for row in rows)
     if kinds:
-        cells = [[row.method, *(_fraction(row.scores.per_kind.get(k)) for k in kinds)] for row in rows]
+        cells = [
+            [row.method, *(_fraction(row.scores.per_kind.get(k)) for k in kinds)] for row in rows
+        ]
         sections.append("recall per edit kind\n" + _table(["method", *kinds], cells))
     stages = _keys(row.stage_msgs_per_s for row in rows)
     if stages:
