@@ -64,7 +64,7 @@ class IndexSettings:
     layout: Literal["blocks", "permuted"] = "blocks"
     max_distance: int = 3  # k: every pair within k bits is guaranteed to be found
     blocks: int = 0  # r for "permuted" (0: k+2); "blocks" always uses k+1
-    candidate_distance: int = 24  # bucket entries farther than this are not verified
+    candidate_distance: int = 10  # bucket entries farther than this (sharing no anchor) are skipped
     anchors: bool = True  # shared winnowing anchors also propose candidates
     anchor_postings: int = 64  # the most recent messages an anchor remembers
     max_candidates: int = 16  # candidates verified per message, best first
@@ -107,6 +107,36 @@ class EngineSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class KafkaSettings:
+    """The streaming service (`stream-dedup run`): where it reads, where it writes, how it waits.
+
+    Timeouts bound every blocking step so a shutdown finishes in bounded time; a broker that is
+    away is retried with backoff from `retry_backoff_s` doubling up to `retry_backoff_max_s`.
+    """
+
+    bootstrap_servers: str = "127.0.0.1:9092"  # host:port[,host:port...]
+    input_topics: tuple[str, ...] = ("stream-dedup-input",)
+    output_topic: str = "stream-dedup-unique"  # unique messages, as read, plus verdict headers
+    duplicates_topic: str | None = "stream-dedup-duplicates"  # None: duplicates are dropped
+    dead_letter_topic: str = "stream-dedup-dead-letters"  # records that could not be read
+    group_id: str = "stream-dedup"
+    client_id: str = "stream-dedup"
+    auto_offset_reset: Literal["earliest", "latest"] = "earliest"  # a group with no offsets
+    poll_batch_size: int = 1000  # most records decided together
+    batch_wait_ms: int = 20  # how long a poll waits to fill a batch
+    max_poll_interval_ms: int = 300000  # a batch slower than this loses the partitions
+    session_timeout_ms: int = 10000  # a silent consumer leaves the group after this
+    produce_timeout_s: float = 60.0  # one delivery attempt of a batch's outputs
+    commit_timeout_s: float = 10.0  # one offset commit attempt
+    retry_backoff_s: float = 0.5  # first wait after a failed step (broker away)
+    retry_backoff_max_s: float = 10.0  # the wait doubles up to this
+    shutdown_timeout_s: float = 30.0  # after SIGTERM: give up flushing/committing after this
+    linger_ms: int = 5  # the producer gathers outputs this long into one request
+    partitions: int = 6  # `topics create`: partitions of every topic it makes
+    replication_factor: int = 1  # `topics create`
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     """The root of the settings tree; one attribute per section of config.yaml."""
 
@@ -119,6 +149,7 @@ class Settings:
     window: WindowSettings = field(default_factory=WindowSettings)
     state: StateSettings = field(default_factory=StateSettings)
     engine: EngineSettings = field(default_factory=EngineSettings)
+    kafka: KafkaSettings = field(default_factory=KafkaSettings)
 
 
 def _type_name(tp: Any) -> str:
@@ -126,6 +157,8 @@ def _type_name(tp: Any) -> str:
         return ", ".join(repr(a) for a in get_args(tp))
     if isinstance(tp, types.UnionType) or get_origin(tp) is typing.Union:
         return " or ".join(_type_name(a) for a in get_args(tp))
+    if get_origin(tp) is tuple:
+        return f"a list of {_type_name(get_args(tp)[0])}"
     return "null" if tp is type(None) else getattr(tp, "__name__", str(tp))
 
 
@@ -144,6 +177,9 @@ def _coerce(key: str, value: Any, tp: Any) -> Any:
                 continue
         raise ConfigError(key, f"{value!r} has the wrong type", _type_name(tp))
     is_number = isinstance(value, int | float) and not isinstance(value, bool)
+    if origin is tuple and isinstance(value, list | tuple):
+        (item, _) = get_args(tp)
+        return tuple(_coerce(f"{key}[{n}]", v, item) for n, v in enumerate(value))
     if tp is type(None) and value is None:
         return None
     if tp is bool and isinstance(value, bool):
@@ -223,6 +259,34 @@ def _check(s: Settings) -> None:
     need(s.engine.batch_size >= 1, "engine.batch_size", "out of range", ">= 1")
     need(s.input.max_bytes >= 1, "input.max_bytes", "out of range", ">= 1")
     need(s.input.max_chars >= 1, "input.max_chars", "out of range", ">= 1")
+    _check_kafka(s.kafka, need)
+
+
+def _check_kafka(k: KafkaSettings, need: Any) -> None:
+    need(bool(k.bootstrap_servers.strip()), "kafka.bootstrap_servers", "is empty", "host:port")
+    need(bool(k.input_topics) and all(k.input_topics), "kafka.input_topics",
+         "needs at least one topic name", "a list of topic names")
+    outputs = {"kafka.output_topic": k.output_topic, "kafka.dead_letter_topic":
+               k.dead_letter_topic, "kafka.duplicates_topic": k.duplicates_topic}
+    for key, topic in outputs.items():
+        need(topic != "", key, "is empty", "a topic name" + (" or null" if "dup" in key else ""))
+        need(topic not in k.input_topics, key, f"'{topic}' is also an input topic (a loop)",
+             "a topic not in kafka.input_topics")
+    named = [t for t in outputs.values() if t]
+    need(len(set(named)) == len(named), "kafka.dead_letter_topic",
+         "output, duplicates and dead-letter topics must differ", "three distinct names")
+    need(k.poll_batch_size >= 1, "kafka.poll_batch_size", "out of range", ">= 1")
+    need(k.batch_wait_ms >= 0, "kafka.batch_wait_ms", "out of range", ">= 0")
+    need(k.session_timeout_ms < k.max_poll_interval_ms, "kafka.session_timeout_ms",
+         "must be below kafka.max_poll_interval_ms", f"< {k.max_poll_interval_ms}")
+    need(k.session_timeout_ms >= 1000, "kafka.session_timeout_ms", "out of range", ">= 1000")
+    for key in ("produce_timeout_s", "commit_timeout_s", "retry_backoff_s", "shutdown_timeout_s"):
+        need(getattr(k, key) > 0, f"kafka.{key}", "out of range", "> 0")
+    need(k.retry_backoff_max_s >= k.retry_backoff_s, "kafka.retry_backoff_max_s",
+         "must be at least kafka.retry_backoff_s", f">= {k.retry_backoff_s}")
+    need(k.linger_ms >= 0, "kafka.linger_ms", "out of range", ">= 0")
+    need(k.partitions >= 1, "kafka.partitions", "out of range", ">= 1")
+    need(k.replication_factor >= 1, "kafka.replication_factor", "out of range", ">= 1")
 
 
 def settings_from_dict(

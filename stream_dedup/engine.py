@@ -32,6 +32,7 @@ from .config import Settings
 from .docs import Doc, seq_key, ttl_key
 from .exact import ExactMatch, ExactStage, exact_key, exact_value, text_hash
 from .index.layout import hamming, make_layout
+from .index.probe import BatchProbe
 from .index.tables import PendingTables, anchor_key
 from .normalize import Normalizer
 from .records import Decision, Message, Verdict
@@ -141,8 +142,9 @@ class Engine:
         fresh = self._replay(pending)
         t1 = clock()
         seconds["write"] += t1 - t0
-        for p in fresh:
-            p.text = self._normalizer.normalize(p.msg.text)
+        for p, text in zip(fresh, self._normalizer.normalize_batch([p.msg.text for p in fresh]),
+                           strict=True):
+            p.text = text
         t2 = clock()
         seconds["normalize"] += t2 - t1
         near = self._exact_stage(fresh)
@@ -216,73 +218,34 @@ class Engine:
                 p.verdict = Verdict(p.msg.id, Decision.UNIQUE, "unique: no text content")
         return rest
 
-    def _near_stage(self, near: list[_Pending], seconds: dict[str, float]) -> PendingTables:
+    def _near_stage(self, near: list[_Pending], seconds: dict[str, float]) -> BatchProbe:
         """Fingerprint, find candidates, verify; returns the tables with the batch's inserts."""
         clock = time.perf_counter
         t0 = clock()
         s = self.settings
         fsets = s.fingerprint
-        batch = fpr.Batch.of([p.text for p in near]) if near else None
-        fps = fpr.simhash(batch, fsets.ngram) if near else np.zeros(0, np.uint64)
+        batch = fpr.Batch.of([p.text for p in near])
+        fps = fpr.simhash(batch, fsets.ngram)
         anchors = (
             fpr.anchors(batch, fsets.anchor_ngram, fsets.anchor_window)
-            if near and s.index.anchors else [np.zeros(0, np.uint64)] * len(near)
+            if s.index.anchors else [np.zeros(0, np.uint64)] * len(near)
         )
         t1 = clock()
         seconds["fingerprint"] += t1 - t0
-        tables = PendingTables(self.store, self._layout, s.index.anchor_postings)
-        bucket_keys = tables.keys_of(fps)
-        anchor_keys = [[anchor_key(int(a)) for a in arr] for arr in anchors]
-        tables.load((k for ks in bucket_keys for k in ks), (k for ks in anchor_keys for k in ks))
+        probe = BatchProbe(self.store, self._layout, s.index.anchor_postings)
+        seqs = np.fromiter((p.seq for p in near), dtype=np.uint64, count=len(near))
+        found = probe.run(fps, seqs, anchors, s.index.candidate_distance, s.index.max_candidates)
+        self.stats.candidates += found.considered
         in_batch: dict[int, _Pending] = {}
-        candidates = []
-        for p, fp, bkeys, akeys in zip(near, fps, bucket_keys, anchor_keys, strict=True):
-            p.fp = int(fp)
-            candidates.append(self._candidates(tables, p.fp, bkeys, akeys))
-            tables.insert(bkeys, p.fp, p.seq, akeys)
+        for p, fp in zip(near, fps.tolist(), strict=True):
+            p.fp = fp
             p.indexed = True
             in_batch[p.seq] = p
         t2 = clock()
         seconds["index"] += t2 - t1
-        self._decide(near, candidates, in_batch)
+        self._decide(near, [found.by_message.get(i, []) for i in range(len(near))], in_batch)
         seconds["verify"] += clock() - t2
-        return tables
-
-    def _candidates(self, tables: PendingTables, fp: int, bkeys: list[bytes],
-                    akeys: list[bytes]) -> list[tuple[int, int, int]]:
-        """(seq, distance or -1, shared anchors) of the candidates worth verifying, best first.
-
-        A bucket entry within `candidate_distance` bits qualifies; a message found through anchors
-        qualifies when it shares enough of this message's anchors to possibly pass verification
-        (a fifth, at least two; one for a text too short for more).
-        """
-        s = self.settings.index
-        found: dict[int, list[int]] = {}
-        for key in bkeys:
-            stored, added = tables.bucket(key)
-            if len(stored):
-                dist = hamming(stored["fp"], fp)
-                close = dist <= s.candidate_distance
-                for seq, d in zip(stored["seq"][close].tolist(), dist[close].tolist(),
-                                  strict=True):
-                    found[seq] = [d, 0]
-            for other_fp, seq in added:
-                d = (other_fp ^ fp).bit_count()
-                if d <= s.candidate_distance:
-                    found[seq] = [d, 0]
-        shared: Counter[int] = Counter()
-        for key in akeys:
-            shared.update(tables.posting(key))
-        need = max(min(2, len(akeys)), -(-len(akeys) // 5))
-        for seq, count in shared.items():
-            entry = found.get(seq)
-            if entry is not None:
-                entry[1] = count
-            elif count >= need:
-                found[seq] = [-1, count]
-        self.stats.candidates += len(found)
-        ranked = sorted(found.items(), key=lambda kv: (-kv[1][1], kv[1][0] % 256))
-        return [(seq, d, n) for seq, (d, n) in ranked[: s.max_candidates]]
+        return probe
 
     def _decide(self, near: list[_Pending], candidates: list[list[tuple[int, int, int]]],
                 in_batch: dict[int, _Pending]) -> None:
@@ -337,7 +300,7 @@ class Engine:
                     p.verdict = Verdict(p.msg.id, Decision.UNIQUE, "unique")
 
     def _record(self, pending: list[_Pending], fresh: list[_Pending],
-                tables: PendingTables) -> None:
+                tables: BatchProbe) -> None:
         """Write the batch's state in one atomic write."""
         writes = WriteSet()
         tables.stage(writes)

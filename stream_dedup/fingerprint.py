@@ -106,7 +106,7 @@ def _add_rows(out: np.ndarray, owners: np.ndarray, rows: np.ndarray) -> None:
     if not len(owners):
         return
     starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
-    sums = np.add.reduceat(rows.astype(np.int64), starts, axis=0)
+    sums = np.add.reduceat(rows, starts, axis=0, dtype=np.int32)
     out[owners[starts]] += sums
 
 

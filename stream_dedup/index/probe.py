@@ -1,0 +1,195 @@
+"""One batch against the index: find every message's candidates, then add the batch to the tables.
+
+Everything is done for the whole batch at once in numpy: one multi-get per table and one for the
+anchors, a ragged gather of the stored entries under each message's keys, one XOR/popcount over
+all of them, and candidates from earlier messages of the same batch found by sorting the batch's
+own keys. A message sees exactly the messages stored before the batch plus the earlier messages
+of the batch, as one-at-a-time processing would (an anchor's posting list is only cut to its
+configured length between batches).
+
+Candidates are (message index, seq) pairs packed as ``index << 40 | seq`` (seqs stay below 2^40,
+a trillion messages).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..state.store import KVStore, WriteSet
+from .layout import Layout
+from .tables import ENTRY, anchor_key, bucket_key
+
+_SEQ_BITS = 40
+_SEQ_MASK = np.uint64((1 << _SEQ_BITS) - 1)
+_U64 = np.uint64
+
+
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """Per message of the batch, its candidates best first: (seq, distance or -1, shared anchors).
+    Messages without candidates are absent from `by_message`."""
+
+    by_message: dict[int, list[tuple[int, int, int]]]
+    considered: int
+
+
+def _ragged(lengths: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each row r, the indices starts[r] .. starts[r] + lengths[r]; returns (row, index)."""
+    total = int(lengths.sum())
+    rows = np.repeat(np.arange(len(lengths)), lengths)
+    if not total:
+        return rows, np.zeros(0, dtype=np.int64)
+    first = np.cumsum(lengths) - lengths
+    return rows, np.arange(total) - first[rows] + starts[rows]
+
+
+def _earlier_pairs(groups: np.ndarray, limit: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs (later, earlier) of batch positions that share a group, earlier < later; with a
+    limit, only the `limit` most recent earlier ones per later position."""
+    order = np.lexsort((np.arange(len(groups)), groups))
+    g = groups[order]
+    run_start = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    run_len = np.diff(np.r_[run_start, len(g)])
+    later, earlier = [], []
+    for start, size in zip(run_start[run_len > 1].tolist(), run_len[run_len > 1].tolist(),
+                           strict=True):
+        members = order[start : start + size]
+        for pos in range(1, size):
+            prior = members[max(0, pos - limit) if limit else 0 : pos]
+            later.append(np.full(len(prior), members[pos]))
+            earlier.append(prior)
+    if not later:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty
+    return np.concatenate(later), np.concatenate(earlier)
+
+
+class BatchProbe:
+    """Probe the block tables and anchor postings for a batch and stage the batch's inserts."""
+
+    def __init__(self, store: KVStore, layout: Layout, postings: int) -> None:
+        self._store = store
+        self._layout = layout
+        self._postings = postings
+        self._puts: list[tuple[str, bytes, bytes]] = []
+
+    def run(self, fps: np.ndarray, seqs: np.ndarray, anchors: list[np.ndarray],
+            candidate_distance: int, max_candidates: int) -> Candidates:
+        """Candidates of every message; the batch's own entries are staged for `stage`."""
+        n = len(fps)
+        if not n:
+            return Candidates({}, 0)
+        keys_b, dist_b = self._buckets(fps, seqs, candidate_distance)
+        keys_a, shared_a, anchor_counts = self._anchors(anchors, seqs)
+        return self._rank(n, keys_b, dist_b, keys_a, shared_a, anchor_counts, max_candidates)
+
+    def stage(self, writes: WriteSet) -> None:
+        writes.ops.extend(self._puts)
+        self._puts.clear()
+
+    # -- block tables ---------------------------------------------------------------------
+
+    def _buckets(self, fps: np.ndarray, seqs: np.ndarray,
+                 candidate_distance: int) -> tuple[np.ndarray, np.ndarray]:
+        table_keys = self._layout.keys(fps)
+        found_keys, found_dist = [], []
+        for t, column in enumerate(table_keys):
+            uniq, inverse = np.unique(column, return_inverse=True)
+            names = [bucket_key(t, k) for k in uniq.tolist()]
+            values = [v or b"" for v in self._store.get_many("blocks", names)]
+            stored = np.frombuffer(b"".join(values), dtype=ENTRY)
+            lengths = np.fromiter((len(v) // ENTRY.itemsize for v in values), np.int64,
+                                  count=len(values))
+            starts = np.cumsum(lengths) - lengths
+            owner, idx = _ragged(lengths[inverse], starts[inverse])
+            entries = stored[idx]
+            later, earlier = _earlier_pairs(inverse)
+            owner = np.concatenate([owner, later])
+            cand_fp = np.concatenate([entries["fp"], fps[earlier]])
+            cand_seq = np.concatenate([entries["seq"], seqs[earlier]])
+            dist = np.bitwise_count(cand_fp ^ fps[owner])
+            close = dist <= candidate_distance
+            found_keys.append((owner[close].astype(_U64) << _U64(_SEQ_BITS)) | cand_seq[close])
+            found_dist.append(dist[close].astype(np.int64))
+            self._stage_buckets(names, values, inverse, fps, seqs)
+        return np.concatenate(found_keys), np.concatenate(found_dist)
+
+    def _stage_buckets(self, names: list[bytes], values: list[bytes], inverse: np.ndarray,
+                       fps: np.ndarray, seqs: np.ndarray) -> None:
+        order = np.argsort(inverse, kind="stable")
+        new = np.empty(len(fps), dtype=ENTRY)
+        new["fp"], new["seq"] = fps[order], seqs[order]
+        self._append("blocks", names, values, inverse[order], new.tobytes(), ENTRY.itemsize, None)
+
+    def _append(self, cf: str, names: list[bytes], values: list[bytes], groups: np.ndarray,
+                packed: bytes, width: int, keep: int | None) -> None:
+        """Stage value + the new records of each group (`groups` sorted, records packed in that
+        order), keeping the last `keep` bytes when given."""
+        bounds = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1], True]) * width
+        for u, start, end in zip(groups[bounds[:-1] // width].tolist(), bounds[:-1].tolist(),
+                                 bounds[1:].tolist(), strict=True):
+            merged = values[u] + packed[start:end]
+            self._puts.append((cf, names[u], merged[-keep:] if keep else merged))
+
+    # -- anchors --------------------------------------------------------------------------
+
+    def _anchors(self, anchors: list[np.ndarray],
+                 seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        counts = np.fromiter((len(a) for a in anchors), np.int64, count=len(anchors))
+        if not counts.sum():
+            empty = np.zeros(0, dtype=_U64)
+            return empty, np.zeros(0, np.int64), counts
+        flat = np.concatenate(anchors)
+        owner_of = np.repeat(np.arange(len(anchors)), counts)
+        uniq, inverse = np.unique(flat, return_inverse=True)
+        names = [anchor_key(a) for a in uniq.tolist()]
+        values = [v or b"" for v in self._store.get_many("anchors", names)]
+        stored = np.frombuffer(b"".join(values), dtype="<u8")
+        lengths = np.fromiter((len(v) // 8 for v in values), np.int64, count=len(values))
+        starts = np.cumsum(lengths) - lengths
+        rows, idx = _ragged(lengths[inverse], starts[inverse])
+        later, earlier = _earlier_pairs(inverse, self._postings)
+        owner = np.concatenate([owner_of[rows], owner_of[later]])
+        cand = np.concatenate([stored[idx], seqs[owner_of[earlier]]])
+        pair = (owner.astype(_U64) << _U64(_SEQ_BITS)) | cand
+        keys, shared = np.unique(pair, return_counts=True)
+        self._stage_anchors(names, values, inverse, seqs[owner_of])
+        return keys, shared, counts
+
+    def _stage_anchors(self, names: list[bytes], values: list[bytes], inverse: np.ndarray,
+                       posted: np.ndarray) -> None:
+        order = np.argsort(inverse, kind="stable")
+        packed = posted[order].astype("<u8").tobytes()
+        self._append("anchors", names, values, inverse[order], packed, 8, self._postings * 8)
+
+    # -- ranking --------------------------------------------------------------------------
+
+    def _rank(self, n: int, keys_b: np.ndarray, dist_b: np.ndarray, keys_a: np.ndarray,
+              shared_a: np.ndarray, anchor_counts: np.ndarray,
+              max_candidates: int) -> Candidates:
+        """Bucket entries within the distance qualify; anchor-only ones when they share a fifth
+        of the message's anchors (at least two; one for a text too short for more)."""
+        keys_b, first = np.unique(keys_b, return_index=True)
+        dist_b = dist_b[first]
+        keys = np.union1d(keys_b, keys_a)
+        dist = np.full(len(keys), -1, dtype=np.int64)
+        dist[np.searchsorted(keys, keys_b)] = dist_b
+        shared = np.zeros(len(keys), dtype=np.int64)
+        shared[np.searchsorted(keys, keys_a)] = shared_a
+        owner = (keys >> _U64(_SEQ_BITS)).astype(np.int64)
+        need = np.maximum(np.minimum(2, anchor_counts), -(-anchor_counts // 5))
+        keep = (dist >= 0) | (shared >= need[owner])
+        keys, dist, shared, owner = keys[keep], dist[keep], shared[keep], owner[keep]
+        order = np.lexsort((np.where(dist < 0, 255, dist), -shared, owner))
+        keys, dist, shared, owner = keys[order], dist[order], shared[order], owner[order]
+        run_start = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]]) if len(owner) else owner
+        rank = np.arange(len(owner)) - np.repeat(run_start, np.diff(np.r_[run_start, len(owner)]))
+        top = rank < max_candidates
+        by_message: dict[int, list[tuple[int, int, int]]] = {}
+        for o, k, d, s in zip(owner[top].tolist(), (keys[top] & _SEQ_MASK).tolist(),
+                              dist[top].tolist(), shared[top].tolist(), strict=True):
+            by_message.setdefault(o, []).append((k, d, s))
+        return Candidates(by_message, len(keys))
+

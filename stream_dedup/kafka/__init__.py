@@ -1,0 +1,23 @@
+"""The streaming service: Kafka in, the engine in the middle, Kafka out.
+
+Theory of operation. One process runs one loop over one consumer-group member, one engine and one
+producer (`service.Service`); every partition the member is assigned feeds the same engine, so a
+near repeat on partition 3 of a message first seen on partition 0 is found. A batch goes:
+
+    poll -> decode -> engine.process (durable) -> route -> produce and wait for acks -> commit
+
+and input offsets are committed only after the last step before them succeeded, so a crash at any
+point replays at most the uncommitted batch. Replay is safe because the engine stores every
+message id with its first verdict: a replayed message is emitted again with that verdict, never
+as a duplicate of its own earlier pass. Delivery is therefore at-least-once: nothing is lost, and a
+crash between "produce" and "commit" emits that batch's outputs twice.
+
+State layout. The engine's state is one RocksDB directory per process (`state.path`) holding the
+whole index for every partition this process consumes. The scale-out work (issue 7) keys it by
+partition or by fingerprint shard so that several processes can split the index; nothing here
+assumes one process beyond that directory: offsets live in Kafka, verdicts in the state.
+
+Modules, edges outside-in: `source` (consumer, commits, rebalances), `sink` (producer, acks),
+`route` and `headers` (pure: records and verdicts to output records), `service` (the loop),
+`topics` (admin), `produce` (file -> topic), `broker` and `demo` (the local demo).
+"""

@@ -1,0 +1,83 @@
+"""Retrying a step while the broker is away: backoff, a log line, and a way out on shutdown.
+
+Kafka steps fail for two kinds of reasons. Retriable ones (the broker is down or moving, a
+request timed out: kafka-python marks these ``retriable``) are waited out here with backoff
+doubling from `first_s` to `max_s`, logged once per attempt. Anything else is raised to the
+caller, which knows what it means (a lost commit after a rebalance, a record too large).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from kafka.errors import KafkaError
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class GaveUp(Exception):
+    """The service is stopping and its shutdown time ran out before the step succeeded."""
+
+
+def is_retriable(exc: BaseException) -> bool:
+    return isinstance(exc, KafkaError) and bool(getattr(exc, "retriable", False))
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """Waits between attempts; `give_up` is asked before each wait."""
+
+    first_s: float
+    max_s: float
+    give_up: Callable[[], bool] = lambda: False
+    sleep: Callable[[float], None] = time.sleep
+
+    def call(self, what: str, step: Callable[[], T]) -> T:
+        """Run `step` until it succeeds; raise GaveUp when `give_up()` turns true first."""
+        delay = self.first_s
+        attempt = 1
+        while True:
+            try:
+                return step()
+            except Exception as exc:
+                if not is_retriable(exc):
+                    raise
+                if self.give_up():
+                    raise GaveUp(f"{what}: {exc}") from exc
+                log.warning("%s failed, retrying attempt=%d wait_s=%.1f error=%s",
+                            what, attempt, delay, exc)
+            self.wait(delay)
+            delay = min(delay * 2, self.max_s)
+            attempt += 1
+
+    def wait(self, seconds: float) -> None:
+        """Sleep in short slices so a shutdown request is noticed soon."""
+        end = time.monotonic() + seconds
+        while not self.give_up() and (left := end - time.monotonic()) > 0:
+            self.sleep(min(left, 0.2))
+
+
+class Throttle(logging.Filter):
+    """Lets each distinct log message template through at most once per `every_s` seconds.
+
+    kafka-python logs every refused connection; while a broker restarts that is hundreds of
+    lines a minute saying the same thing.
+    """
+
+    def __init__(self, every_s: float = 30.0) -> None:
+        super().__init__()
+        self.every_s = every_s
+        self._last: dict[object, float] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        now = time.monotonic()
+        key = (record.name, record.msg)
+        if now - self._last.get(key, -1e18) < self.every_s:
+            return False
+        self._last[key] = now
+        return True

@@ -1,0 +1,98 @@
+"""Polled records and the engine's verdicts to output records: pure, no I/O.
+
+`decode_batch` turns records into messages (or dead letters) and `route` decides, for each record
+in poll order, which topic its output goes to and with what headers. The service does the I/O on
+both sides of these two calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..config import InputSettings, KafkaSettings
+from ..decode import decode
+from ..records import DeadLetter, Message, Verdict
+from . import headers as h
+
+
+class InputRecord(Protocol):
+    """What the service reads of a consumed record (kafka-python's ConsumerRecord has these)."""
+
+    @property
+    def topic(self) -> str: ...
+    @property
+    def partition(self) -> int: ...
+    @property
+    def offset(self) -> int: ...
+    @property
+    def timestamp(self) -> int: ...
+    @property
+    def key(self) -> bytes | None: ...
+    @property
+    def value(self) -> bytes | None: ...
+    @property
+    def headers(self) -> Sequence[tuple[str, bytes]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Output:
+    """One record to write. `kind` is what it is: unique, duplicate or dead_letter."""
+
+    kind: str
+    topic: str
+    key: bytes | None
+    value: bytes | None
+    headers: h.Headers
+    timestamp_ms: int
+
+
+def source_of(r: InputRecord) -> str:
+    """``topic/partition/offset``: the id of a record without an id field, and its address."""
+    return f"{r.topic}/{r.partition}/{r.offset}"
+
+
+def decode_batch(records: Sequence[InputRecord],
+                 settings: InputSettings) -> list[Message | DeadLetter]:
+    """Decode each record; the record timestamp is the arrival time (for messages with no
+    event-time field)."""
+    out: list[Message | DeadLetter] = []
+    for r in records:
+        where = source_of(r)
+        out.append(decode(r.value or b"", where, where, r.timestamp, settings))
+    return out
+
+
+def route(records: Sequence[InputRecord], decoded: Sequence[Message | DeadLetter],
+          verdicts: Sequence[Verdict], settings: KafkaSettings) -> list[Output]:
+    """One output per record (none for a duplicate when `duplicates_topic` is null), in poll
+    order. `verdicts` are the engine's, in the order of the messages among `decoded`."""
+    outputs: list[Output] = []
+    pending = iter(verdicts)
+    for r, d in zip(records, decoded, strict=True):
+        own = h.kept(r.headers)
+        if isinstance(d, DeadLetter):
+            extra = h.dead_letter_headers(d.reason, r.topic, r.partition, r.offset)
+            outputs.append(Output("dead_letter", settings.dead_letter_topic, r.key, r.value,
+                                  own + extra, r.timestamp))
+            continue
+        v = next(pending)
+        if not v.is_duplicate:
+            outputs.append(Output("unique", settings.output_topic, r.key, r.value,
+                                  own + h.verdict_headers(v), r.timestamp))
+        elif settings.duplicates_topic is not None:
+            outputs.append(Output("duplicate", settings.duplicates_topic, r.key, r.value,
+                                  own + h.verdict_headers(v), r.timestamp))
+    if next(pending, None) is not None:
+        raise ValueError("more verdicts than decoded messages")
+    return outputs
+
+
+def next_offsets(records: Sequence[InputRecord]) -> dict[tuple[str, int], int]:
+    """The offset to commit for each (topic, partition) of a batch: its last offset + 1."""
+    out: dict[tuple[str, int], int] = {}
+    for r in records:
+        tp = (r.topic, r.partition)
+        out[tp] = max(out.get(tp, 0), r.offset + 1)
+    return out

@@ -1,0 +1,124 @@
+"""The input edge: a kafka-python consumer in a group, polled in batches, committed by hand.
+
+Rebalances need no work of their own here: the service commits each batch before it polls again,
+and a rebalance only runs inside `poll`, so when partitions are revoked everything done on them is
+already committed. The listener logs the change; a commit refused because the group moved on
+(`CommitFailedError`) is logged and dropped, and that batch is replayed by the partitions' next
+owner, safely (the state knows the ids).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+
+from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
+from kafka.consumer.subscription_state import ConsumerRebalanceListener
+from kafka.errors import CommitFailedError, KafkaError
+
+from ..config import KafkaSettings
+from .retry import Backoff
+from .route import InputRecord
+
+log = logging.getLogger(__name__)
+
+
+class _Listener(ConsumerRebalanceListener):
+    def on_partitions_revoked(self, revoked: Sequence[TopicPartition]) -> None:
+        if revoked:
+            log.info("partitions revoked (all done on them is committed) partitions=%s",
+                     _names(revoked))
+
+    def on_partitions_assigned(self, assigned: Sequence[TopicPartition]) -> None:
+        log.info("partitions assigned partitions=%s", _names(assigned))
+
+    def on_partitions_lost(self, lost: Sequence[TopicPartition]) -> None:
+        log.warning("partitions lost (evicted from the group; uncommitted work is replayed by "
+                    "the next owner) partitions=%s", _names(lost))
+
+
+def _names(tps: Sequence[TopicPartition]) -> str:
+    return ",".join(f"{tp.topic}/{tp.partition}" for tp in sorted(tps)) or "-"
+
+
+class KafkaSource:
+    """Polls batches of records from the input topics and commits what was done."""
+
+    def __init__(self, settings: KafkaSettings, backoff: Backoff) -> None:
+        self.settings = settings
+        self.backoff = backoff
+        self.consumer: KafkaConsumer = backoff.call("connecting the consumer", self._connect)
+        self.consumer.subscribe(list(settings.input_topics), listener=_Listener())
+        log.info("consumer subscribed topics=%s group=%s bootstrap=%s",
+                 ",".join(settings.input_topics), settings.group_id, settings.bootstrap_servers)
+
+    def _connect(self) -> KafkaConsumer:
+        s = self.settings
+        return KafkaConsumer(
+            bootstrap_servers=s.bootstrap_servers.split(","),
+            client_id=f"{s.client_id}-consumer",
+            group_id=s.group_id,
+            enable_auto_commit=False,
+            auto_offset_reset=s.auto_offset_reset,
+            max_poll_records=s.poll_batch_size,
+            max_poll_interval_ms=s.max_poll_interval_ms,
+            session_timeout_ms=s.session_timeout_ms,
+            heartbeat_interval_ms=max(s.session_timeout_ms // 3, 100),
+            request_timeout_ms=max(30000, s.session_timeout_ms + 5000),
+            fetch_max_wait_ms=min(100, max(s.batch_wait_ms, 1)),
+            retry_backoff_ms=int(s.retry_backoff_s * 1000),
+            reconnect_backoff_max_ms=int(s.retry_backoff_max_s * 1000),
+            bootstrap_timeout_ms=int(s.commit_timeout_s * 1000),
+            allow_auto_create_topics=False,
+        )
+
+    def topics(self) -> set[str]:
+        """Names of the topics the cluster has."""
+        return self.backoff.call("listing topics", self.consumer.topics)
+
+    def poll(self) -> list[InputRecord]:
+        """Up to `poll_batch_size` records, waiting at most `batch_wait_ms` to fill the batch.
+
+        Records of one partition keep their order; partitions are interleaved as fetched.
+        """
+        s = self.settings
+        out: list[InputRecord] = []
+        deadline = time.monotonic() + s.batch_wait_ms / 1000
+        while len(out) < s.poll_batch_size:
+            left_ms = max(int((deadline - time.monotonic()) * 1000), 0)
+            try:
+                got = self.consumer.poll(timeout_ms=left_ms,
+                                         max_records=s.poll_batch_size - len(out))
+            except KafkaError as exc:
+                if not exc.retriable:
+                    raise
+                log.warning("poll failed, retrying error=%s", exc)
+                self.backoff.wait(s.retry_backoff_s)
+                break
+            for records in got.values():
+                out.extend(records)
+            if left_ms == 0:
+                break
+        return out
+
+    def commit(self, offsets: dict[tuple[str, int], int]) -> bool:
+        """Commit next offsets; True when committed, False when the group took the partitions
+        away meanwhile (then the next owner replays them). Retries while the broker is away."""
+        if not offsets:
+            return True
+        request = {TopicPartition(t, p): OffsetAndMetadata(o, "", -1)
+                   for (t, p), o in offsets.items()}
+        timeout_ms = int(self.settings.commit_timeout_s * 1000)
+        try:
+            self.backoff.call("committing offsets",
+                              lambda: self.consumer.commit(request, timeout_ms=timeout_ms))
+        except CommitFailedError as exc:
+            log.warning("commit refused after a rebalance; the batch will be replayed by the "
+                        "partitions' owner error=%s", exc)
+            return False
+        return True
+
+    def close(self) -> None:
+        """Leave the group (the partitions move at once instead of after the session timeout)."""
+        self.consumer.close(autocommit=False, timeout_ms=int(self.settings.commit_timeout_s * 1000))
