@@ -262,7 +262,7 @@ class Engine:
             grams.clear()
         vs = self.settings.verify
         for p, cands in zip(near, candidates, strict=True):
-            mine = grams[p.seq] = bigrams(p.text)
+            mine: frozenset[str] | None = None
             refused: tuple[str, str, int, float] | None = None
             for seq, dist, _shared in cands:
                 other = in_batch.get(seq)
@@ -276,6 +276,8 @@ class Engine:
                 theirs = grams.get(seq)
                 if theirs is None:
                     theirs = grams[seq] = bigrams(text)
+                if mine is None:
+                    mine = grams[p.seq] = bigrams(p.text)
                 check = verify(text, p.text, theirs, mine, vs)
                 distance = int(hamming(np.uint64(ofp), p.fp)) if dist < 0 else dist
                 if check.duplicate:

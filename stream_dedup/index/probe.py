@@ -19,7 +19,7 @@ import numpy as np
 
 from ..state.store import KVStore, WriteSet
 from .layout import Layout
-from .tables import ENTRY, anchor_key, bucket_key
+from .tables import ENTRY, anchor_keys, bucket_keys
 
 _SEQ_BITS = 40
 _SEQ_MASK = np.uint64((1 << _SEQ_BITS) - 1)
@@ -97,7 +97,7 @@ class BatchProbe:
         found_keys, found_dist = [], []
         for t, column in enumerate(table_keys):
             uniq, inverse = np.unique(column, return_inverse=True)
-            names = [bucket_key(t, k) for k in uniq.tolist()]
+            names = bucket_keys(t, uniq)
             values = [v or b"" for v in self._store.get_many("blocks", names)]
             stored = np.frombuffer(b"".join(values), dtype=ENTRY)
             lengths = np.fromiter((len(v) // ENTRY.itemsize for v in values), np.int64,
@@ -144,7 +144,7 @@ class BatchProbe:
         flat = np.concatenate(anchors)
         owner_of = np.repeat(np.arange(len(anchors)), counts)
         uniq, inverse = np.unique(flat, return_inverse=True)
-        names = [anchor_key(a) for a in uniq.tolist()]
+        names = anchor_keys(uniq)
         values = [v or b"" for v in self._store.get_many("anchors", names)]
         stored = np.frombuffer(b"".join(values), dtype="<u8")
         lengths = np.fromiter((len(v) // 8 for v in values), np.int64, count=len(values))
@@ -170,7 +170,7 @@ class BatchProbe:
               shared_a: np.ndarray, anchor_counts: np.ndarray,
               max_candidates: int) -> Candidates:
         """Bucket entries within the distance qualify; anchor-only ones when they share a fifth
-        of the message's anchors (at least two; one for a text too short for more)."""
+        of the message's anchors (at least one: a short stored text may have only one)."""
         keys_b, first = np.unique(keys_b, return_index=True)
         dist_b = dist_b[first]
         keys = np.union1d(keys_b, keys_a)
@@ -179,7 +179,7 @@ class BatchProbe:
         shared = np.zeros(len(keys), dtype=np.int64)
         shared[np.searchsorted(keys, keys_a)] = shared_a
         owner = (keys >> _U64(_SEQ_BITS)).astype(np.int64)
-        need = np.maximum(np.minimum(2, anchor_counts), -(-anchor_counts // 5))
+        need = np.maximum(1, -(-anchor_counts // 5))
         keep = (dist >= 0) | (shared >= need[owner])
         keys, dist, shared, owner = keys[keep], dist[keep], shared[keep], owner[keep]
         order = np.lexsort((np.where(dist < 0, 255, dist), -shared, owner))

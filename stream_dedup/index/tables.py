@@ -24,12 +24,31 @@ _EMPTY_ENTRIES = np.zeros(0, dtype=ENTRY)
 _EMPTY_SEQS = np.zeros(0, dtype="<u8")
 
 
+_BUCKET_KEY = np.dtype([("table", "u1"), ("key", ">u8")])
+
+
 def bucket_key(table: int, key: int) -> bytes:
     return struct.pack(">BQ", table, key)
 
 
+def bucket_keys(table: int, keys: np.ndarray) -> list[bytes]:
+    """`bucket_key` of many keys of one table at once."""
+    packed = np.empty(len(keys), dtype=_BUCKET_KEY)
+    packed["table"], packed["key"] = table, keys
+    return _split(packed.tobytes(), _BUCKET_KEY.itemsize)
+
+
 def anchor_key(anchor: int) -> bytes:
     return struct.pack(">Q", anchor)
+
+
+def anchor_keys(anchors: np.ndarray) -> list[bytes]:
+    """`anchor_key` of many anchors at once."""
+    return _split(anchors.astype(">u8").tobytes(), 8)
+
+
+def _split(data: bytes, width: int) -> list[bytes]:
+    return [data[i : i + width] for i in range(0, len(data), width)]
 
 
 class PendingTables:

@@ -21,3 +21,10 @@ Modules, edges outside-in: `source` (consumer, commits, rebalances), `sink` (pro
 `route` and `headers` (pure: records and verdicts to output records), `service` (the loop),
 `topics` (admin), `produce` (file -> topic), `broker` and `demo` (the local demo).
 """
+
+from ..errors import StreamDedupError
+
+
+class ServiceError(StreamDedupError):
+    """The streaming service cannot run as configured: a topic is missing, the broker script is
+    not there, the broker does not start."""

@@ -81,3 +81,25 @@ class Throttle(logging.Filter):
             return False
         self._last[key] = now
         return True
+
+
+class Shutdown:
+    """A stop request shared by the loop and every retry: after `request()`, steps still try
+    until `timeout_s` has passed, then `expired()` turns true and retries give up."""
+
+    def __init__(self, timeout_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.timeout_s = timeout_s
+        self._clock = clock
+        self._deadline: float | None = None
+
+    def request(self) -> None:
+        """Ask the service to stop; safe to call from a signal handler (sets two numbers)."""
+        if self._deadline is None:
+            self._deadline = self._clock() + self.timeout_s
+
+    @property
+    def requested(self) -> bool:
+        return self._deadline is not None
+
+    def expired(self) -> bool:
+        return self._deadline is not None and self._clock() >= self._deadline

@@ -15,13 +15,22 @@ from collections.abc import Sequence
 
 from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
-from kafka.errors import CommitFailedError, KafkaError
+from kafka.errors import (
+    CommitFailedError,
+    IllegalGenerationError,
+    KafkaError,
+    RebalanceInProgressError,
+    UnknownMemberIdError,
+)
 
 from ..config import KafkaSettings
 from .retry import Backoff
 from .route import InputRecord
 
 log = logging.getLogger(__name__)
+# The group moved on: these partitions may belong to another member now.
+_REFUSED = (CommitFailedError, RebalanceInProgressError, IllegalGenerationError,
+            UnknownMemberIdError)
 
 
 class _Listener(ConsumerRebalanceListener):
@@ -113,7 +122,7 @@ class KafkaSource:
         try:
             self.backoff.call("committing offsets",
                               lambda: self.consumer.commit(request, timeout_ms=timeout_ms))
-        except CommitFailedError as exc:
+        except _REFUSED as exc:
             log.warning("commit refused after a rebalance; the batch will be replayed by the "
                         "partitions' owner error=%s", exc)
             return False

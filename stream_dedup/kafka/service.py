@@ -1,0 +1,177 @@
+"""The service loop: one batch at a time, offsets committed only after the outputs are acked.
+
+Per batch, in this order (the order is the delivery guarantee):
+
+1. Poll up to `kafka.poll_batch_size` records from every partition this member owns.
+2. Decode each record into a message or a dead letter (never raises).
+3. `engine.process` decides the messages in order against one index for all partitions, and
+   returns only after the state write (verdicts and ids) is durable.
+4. Route: one output record per input record, to the output, duplicates or dead-letter topic.
+5. Deliver: send every output and wait for the broker's acknowledgement of each one.
+6. Commit the next offset of every partition in the batch.
+
+A crash before 3 completes replays the batch as new; a crash between 3 and 6 replays it too, and
+the engine then returns each message's first verdict (`replayed`), so the same outputs are
+written again: at-least-once, never lost, never "a duplicate of itself".
+Stopping (SIGTERM/SIGINT via `Shutdown.request`) lets the current batch finish steps 4-6 within
+`kafka.shutdown_timeout_s`, then closes the consumer, the producer and the engine.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ..config import Settings
+from ..records import Message, Verdict
+from . import ServiceError
+from .retry import GaveUp, Shutdown
+from .route import InputRecord, Output, decode_batch, next_offsets, route
+
+log = logging.getLogger(__name__)
+STEPS = ("poll", "decode", "engine", "deliver", "commit")
+PROGRESS_EVERY_S = 10.0
+
+
+class Source(Protocol):
+    def poll(self) -> list[InputRecord]: ...
+    def commit(self, offsets: dict[tuple[str, int], int]) -> bool: ...
+    def topics(self) -> set[str]: ...
+    def close(self) -> None: ...
+
+
+class Sink(Protocol):
+    def deliver(self, outputs: Sequence[Output]) -> None: ...
+    def close(self) -> None: ...
+
+
+class Decider(Protocol):
+    """The engine as the service uses it (`stream_dedup.engine.Engine`)."""
+
+    def process(self, messages: Sequence[Message]) -> list[Verdict]: ...
+    def close(self) -> None: ...
+
+
+@dataclass(slots=True)
+class ServiceStats:
+    """Running totals of one service run; `seconds` is wall time per loop step."""
+
+    records: int = 0
+    outputs: Counter[str] = field(default_factory=Counter)  # unique, duplicate, dead_letter
+    duplicates: int = 0  # decided duplicates (also counted when the duplicates topic is off)
+    replayed: int = 0
+    batches: int = 0
+    refused_commits: int = 0
+    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STEPS, 0.0))
+    started: float = field(default_factory=time.monotonic)
+
+    def line(self) -> str:
+        """One log line: counts, rate and where the time went."""
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        busy = " ".join(f"{k}_s={v:.1f}" for k, v in self.seconds.items())
+        return (f"records={self.records} unique={self.outputs['unique']} "
+                f"duplicates={self.duplicates} dead_letters={self.outputs['dead_letter']} "
+                f"replayed={self.replayed} batches={self.batches} "
+                f"msgs_per_s={self.records / elapsed:.0f} {busy}")
+
+
+class Service:
+    """Runs the loop until `shutdown` is requested; see the module docstring for the steps."""
+
+    def __init__(self, settings: Settings, engine: Decider, source: Source, sink: Sink,
+                 shutdown: Shutdown) -> None:
+        self.settings = settings
+        self.engine = engine
+        self.source = source
+        self.sink = sink
+        self.shutdown = shutdown
+        self.stats = ServiceStats()
+
+    def check_topics(self) -> None:
+        """Fail at start, naming the topic, when a configured topic does not exist (the producer
+        would otherwise block on it batch after batch)."""
+        k = self.settings.kafka
+        wanted = [*k.input_topics, k.output_topic, k.dead_letter_topic]
+        if k.duplicates_topic:
+            wanted.append(k.duplicates_topic)
+        missing = sorted(set(wanted) - self.source.topics())
+        if missing:
+            raise ServiceError(
+                f"topic(s) {', '.join(missing)} do not exist on {k.bootstrap_servers}: "
+                "create them with `stream-dedup topics create` (same --config)")
+
+    def run(self) -> ServiceStats:
+        """Process batches until stopped; then close everything. Returns the totals."""
+        last_report = time.monotonic()
+        try:
+            while not self.shutdown.requested:
+                self.step()
+                if time.monotonic() - last_report >= PROGRESS_EVERY_S:
+                    last_report = time.monotonic()
+                    log.info("progress %s", self.stats.line())
+        except GaveUp as exc:
+            log.warning("shutdown time ran out (%s): the last batch was not committed and will "
+                        "be replayed on restart", exc)
+        finally:
+            self._close()
+        log.info("stopped %s", self.stats.line())
+        return self.stats
+
+    def step(self) -> int:
+        """One batch through steps 1-6; returns the number of records (0: nothing polled)."""
+        clock = time.perf_counter
+        seconds = self.stats.seconds
+        t0 = clock()
+        # 1. Poll a batch from every partition this member owns.
+        records = self.source.poll()
+        t1 = clock()
+        seconds["poll"] += t1 - t0
+        if not records:
+            return 0
+        # 2. Decode: a message or a dead letter per record.
+        decoded = decode_batch(records, self.settings.input)
+        t2 = clock()
+        seconds["decode"] += t2 - t1
+        # 3. Decide, in order, one index for all partitions; durable when it returns.
+        verdicts = self.engine.process([d for d in decoded if isinstance(d, Message)])
+        t3 = clock()
+        seconds["engine"] += t3 - t2
+        # 4. Route each record to its topic with the verdict headers.
+        outputs = route(records, decoded, verdicts, self.settings.kafka)
+        # 5. Deliver: every output acknowledged by the broker (retries while it is away).
+        self.sink.deliver(outputs)
+        t4 = clock()
+        seconds["deliver"] += t4 - t3
+        # 6. Commit the next offsets, only now.
+        if not self.source.commit(next_offsets(records)):
+            self.stats.refused_commits += 1
+        seconds["commit"] += clock() - t4
+        self._count(records, verdicts, outputs)
+        return len(records)
+
+    def _count(self, records: Sequence[InputRecord], verdicts: Sequence[Verdict],
+               outputs: Sequence[Output]) -> None:
+        s = self.stats
+        s.records += len(records)
+        s.batches += 1
+        s.outputs.update(o.kind for o in outputs)
+        s.duplicates += sum(v.is_duplicate for v in verdicts)
+        s.replayed += sum(v.replayed for v in verdicts)
+
+    def _close(self) -> None:
+        """Leave the group, close the producer, checkpoint and close the state. Each is tried
+        even when an earlier one fails; the first failure is raised after all were tried."""
+        first: Exception | None = None
+        for what, close in (("consumer", self.source.close), ("producer", self.sink.close),
+                            ("engine", self.engine.close)):
+            try:
+                close()
+            except Exception as exc:
+                log.warning("closing the %s failed: %s", what, exc)
+                first = first or exc
+        if first is not None:
+            raise first

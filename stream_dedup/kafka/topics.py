@@ -1,0 +1,98 @@
+"""Admin edges: create the configured topics, and count records and lag (for `demo`, tests and
+the benchmark). Every client here is short-lived and closed after use."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+
+from kafka import KafkaConsumer, TopicPartition
+from kafka.admin import KafkaAdminClient
+from kafka.errors import TopicAlreadyExistsError
+
+from ..config import KafkaSettings
+
+TIMEOUT_MS = 30_000
+
+
+def configured_topics(k: KafkaSettings) -> list[str]:
+    """Every topic the service reads or writes, inputs first."""
+    out = [*k.input_topics, k.output_topic, k.dead_letter_topic]
+    if k.duplicates_topic:
+        out.append(k.duplicates_topic)
+    return out
+
+
+@contextmanager
+def admin(bootstrap: str) -> Iterator[KafkaAdminClient]:
+    client = KafkaAdminClient(bootstrap_servers=bootstrap.split(","),
+                              client_id="stream-dedup-admin", request_timeout_ms=TIMEOUT_MS,
+                              bootstrap_timeout_ms=TIMEOUT_MS)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def create_topics(k: KafkaSettings, partitions: int | None = None) -> dict[str, str]:
+    """Create the configured topics (`kafka.partitions` each unless given); returns each name
+    with "created" or "exists". Waits until every new partition has a leader."""
+    result: dict[str, str] = {}
+    with admin(k.bootstrap_servers) as client:
+        for name in configured_topics(k):
+            spec = {"num_partitions": partitions or k.partitions,
+                    "replication_factor": k.replication_factor}
+            try:
+                client.create_topics({name: spec}, timeout_ms=TIMEOUT_MS, wait_for_metadata=True)
+                result[name] = "created"
+            except TopicAlreadyExistsError:
+                result[name] = "exists"
+    return result
+
+
+@contextmanager
+def _reader(bootstrap: str) -> Iterator[KafkaConsumer]:
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap.split(","), group_id=None,
+                             client_id="stream-dedup-counter", enable_auto_commit=False,
+                             request_timeout_ms=TIMEOUT_MS, bootstrap_timeout_ms=TIMEOUT_MS)
+    try:
+        yield consumer
+    finally:
+        consumer.close()
+
+
+def partitions_of(consumer: KafkaConsumer, topics: Iterable[str]) -> list[TopicPartition]:
+    out = []
+    for t in topics:
+        out.extend(TopicPartition(t, p) for p in sorted(consumer.partitions_for_topic(t) or ()))
+    return out
+
+
+def record_counts(bootstrap: str, topics: Iterable[str]) -> dict[str, int]:
+    """Records in each topic (end minus beginning offsets, summed over partitions)."""
+    topics = list(topics)
+    with _reader(bootstrap) as consumer:
+        tps = partitions_of(consumer, topics)
+        ends = consumer.end_offsets(tps)
+        begins = consumer.beginning_offsets(tps)
+    counts = dict.fromkeys(topics, 0)
+    for tp in tps:
+        counts[tp.topic] += ends[tp] - begins[tp]
+    return counts
+
+
+def group_lag(bootstrap: str, group: str, topics: Iterable[str]) -> int:
+    """Records of `topics` the group has not committed yet (all of them before its first
+    commit)."""
+    with _reader(bootstrap) as consumer:
+        tps = partitions_of(consumer, topics)
+        ends = consumer.end_offsets(tps)
+        begins = consumer.beginning_offsets(tps)
+    with admin(bootstrap) as client:
+        committed = client.list_group_offsets({group: tps}).get(group, {})
+    lag = 0
+    for tp in tps:
+        done = committed.get(tp)
+        offset = done.offset if done is not None and done.offset >= 0 else begins[tp]
+        lag += ends[tp] - offset
+    return lag
