@@ -27,6 +27,7 @@ from .state import open_store
 
 log = logging.getLogger(__name__)
 SAMPLE = Path(__file__).parent / "data" / "sample.jsonl.gz"
+KAFKA_COMMANDS = ("run", "produce", "topics", "demo")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,6 +61,33 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also run the anchors (datasketch MinHashLSH, simhash package)")
     e.add_argument("--json", action="store_true", help="print one JSON object")
     e.add_argument("--state", help="state directory (default: a temporary one)")
+
+    r = with_config(sub.add_parser("run", help="the streaming service: Kafka in, verdicts out"))
+    r.add_argument("--state", help="state directory (overrides state.path)")
+
+    p = with_config(sub.add_parser("produce", help="replay a JSONL or text file into a topic"))
+    p.add_argument("input", help="JSONL or text file, .gz allowed, '-' for stdin")
+    p.add_argument("--topic", help="topic (default: the first of kafka.input_topics)")
+    p.add_argument("--rate", type=float, help="records a second (default: as fast as possible)")
+    p.add_argument("--bootstrap", help="host:port (overrides kafka.bootstrap_servers)")
+
+    t = sub.add_parser("topics", help="manage the configured topics")
+    tsub = t.add_subparsers(dest="topics_command", required=True)
+    tc = with_config(tsub.add_parser("create", help="create the input, output, duplicates and "
+                                                    "dead-letter topics"))
+    tc.add_argument("--partitions", type=int, help="partitions each (default: kafka.partitions)")
+    tc.add_argument("--bootstrap", help="host:port (overrides kafka.bootstrap_servers)")
+
+    m = with_config(sub.add_parser("demo", help="start a local broker, run the service on a "
+                                                "sample stream, print the summary, stop"))
+    m.add_argument("--input", help="JSONL(.gz) to feed (default: ../shared/bench/"
+                                   "reviews-dev.jsonl.gz if present, else the shipped sample)")
+    m.add_argument("--json", action="store_true", help="end with the summary as one JSON line")
+    m.add_argument("--keep-running", action="store_true",
+                   help="keep the broker and service up after the summary, until Ctrl-C")
+    m.add_argument("--port", type=int, default=29092,
+                   help="broker port; the controller takes the next one (default: 29092)")
+    m.add_argument("--rate", type=float, help="feed rate, records a second (default: full speed)")
     return parser
 
 
@@ -198,12 +226,61 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     return run_eval(args, settings)
 
 
+def _with_bootstrap(settings: Settings, bootstrap: str | None) -> Settings:
+    from dataclasses import replace
+
+    if not bootstrap:
+        return settings
+    return replace(settings, kafka=replace(settings.kafka, bootstrap_servers=bootstrap))
+
+
+def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
+    from .kafka.run import serve
+
+    serve(settings, args.state)
+    return 0
+
+
+def cmd_produce(args: argparse.Namespace, settings: Settings) -> int:
+    from .kafka.produce import produce_file
+
+    k = _with_bootstrap(settings, args.bootstrap).kafka
+    topic = args.topic or k.input_topics[0]
+    sent = produce_file(args.input, topic, k.bootstrap_servers, settings.input.id_field,
+                        args.rate, lambda n: print(f"{n:,} records sent", file=sys.stderr))
+    print(f"{sent.records:,} records to {topic} in {sent.seconds:.1f} s "
+          f"({sent.rate:,.0f} records/s)", file=sys.stderr)
+    return 0
+
+
+def cmd_topics(args: argparse.Namespace, settings: Settings) -> int:
+    from .kafka.topics import create_topics
+
+    k = _with_bootstrap(settings, args.bootstrap).kafka
+    for name, status in create_topics(k, args.partitions).items():
+        print(f"{name}: {status}")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
+    from .kafka.demo import default_input, run_demo
+
+    run_demo(settings, args.config, Path(args.input) if args.input else default_input(),
+             args.port, args.keep_running, args.rate, args.json, sys.stdout, sys.stderr)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     args = build_parser().parse_args(argv)
     try:
         settings = load_config(args.config)
-        handler = {"dedup": cmd_dedup, "check": cmd_check, "eval": cmd_eval}[args.command]
+        handler = {"dedup": cmd_dedup, "check": cmd_check, "eval": cmd_eval, "run": cmd_run,
+                   "produce": cmd_produce, "topics": cmd_topics, "demo": cmd_demo}[args.command]
+        if args.command in KAFKA_COMMANDS:
+            from .kafka.run import quiet_kafka_logs
+
+            quiet_kafka_logs()
         return handler(args, settings)
     except StreamDedupError as exc:
         print(f"stream-dedup: {exc}", file=sys.stderr)

@@ -40,7 +40,9 @@ class Doc:
 
     def encode(self) -> bytes:
         v = self.verdict
-        ident, matched, guard = (s.encode() for s in (v.id, v.matched_id or "", v.guard or ""))
+        ident = v.id.encode()
+        matched = v.matched_id.encode() if v.matched_id else b""
+        guard = v.guard.encode() if v.guard else b""
         head = _HEAD.pack(
             self.ts_ms, self.fp, self.text_hash,
             _DECISIONS.index(v.decision) | (0x80 if self.indexed else 0),
@@ -48,8 +50,7 @@ class Doc:
             math.nan if v.similarity is None else v.similarity,
             len(ident), len(matched), len(guard),
         )
-        return b"".join((head, ident, matched, guard, v.reason.encode(), b"\x00",
-                         self.text.encode()))
+        return head + ident + matched + guard + v.reason.encode() + b"\x00" + self.text.encode()
 
     @classmethod
     def decode(cls, seq: int, data: bytes) -> Doc:

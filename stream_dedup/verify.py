@@ -74,7 +74,7 @@ def _meaning_change(a: str, b: str, settings: VerifySettings) -> str | None:
     check_negation = settings.guard_negation and neg_a != neg_b
     if not (check_numbers or check_negation):
         return None
-    for tag, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, j2 in _opcodes(a, b):
         if tag == "equal":
             continue
         # Material added or cut at an edge changes no meaning inside the text, except a lone
@@ -88,6 +88,28 @@ def _meaning_change(a: str, b: str, settings: VerifySettings) -> str | None:
         if check_negation and tag != "replace" and set(span_a + span_b) <= _NEGATIONS | {"有"}:
             return "negation"  # a negation inserted or dropped (a replaced character is a typo)
     return None
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """Length of the common prefix, by bisection on slice comparisons (C speed)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _opcodes(a: str, b: str) -> list[tuple[str, int, int, int, int]]:
+    """difflib's opcodes for a -> b, with the common prefix and suffix aligned first so the
+    quadratic matcher only sees the part that differs."""
+    p = _common_prefix(a, b)
+    q = _common_prefix(a[p:][::-1], b[p:][::-1])
+    inner = SequenceMatcher(None, a[p : len(a) - q], b[p : len(b) - q], autojunk=False)
+    ops = [(tag, i1 + p, i2 + p, j1 + p, j2 + p) for tag, i1, i2, j1, j2 in inner.get_opcodes()]
+    return ops
 
 
 def _changes_number(span_a: str, span_b: str) -> bool:

@@ -117,7 +117,7 @@ class Service:
             log.warning("shutdown time ran out (%s): the last batch was not committed and will "
                         "be replayed on restart", exc)
         finally:
-            self._close()
+            self.close()
         log.info("stopped %s", self.stats.line())
         return self.stats
 
@@ -162,7 +162,7 @@ class Service:
         s.duplicates += sum(v.is_duplicate for v in verdicts)
         s.replayed += sum(v.replayed for v in verdicts)
 
-    def _close(self) -> None:
+    def close(self) -> None:
         """Leave the group, close the producer, checkpoint and close the state. Each is tried
         even when an earlier one fails; the first failure is raised after all were tried."""
         first: Exception | None = None

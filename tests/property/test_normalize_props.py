@@ -1,8 +1,10 @@
+import unicodedata
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stream_dedup.normalize import Normalizer
+from stream_dedup.normalize import Normalizer, nfkc
 
 pytestmark = pytest.mark.property
 NORMALIZER = Normalizer()
@@ -23,3 +25,9 @@ def test_normalize_is_idempotent(text: str) -> None:
 @given(feedish)
 def test_output_keeps_letters_and_digits_only(text: str) -> None:
     assert all(ch.isalnum() for ch in NORMALIZER.normalize(text))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=30))
+def test_fast_nfkc_equals_unicodedata(text: str) -> None:
+    assert nfkc(text) == unicodedata.normalize("NFKC", text)
