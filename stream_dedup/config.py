@@ -67,6 +67,7 @@ class IndexSettings:
     candidate_distance: int = 10  # bucket entries farther than this (sharing no anchor) are skipped
     anchors: bool = True  # shared winnowing anchors also propose candidates
     anchor_postings: int = 64  # the most recent messages an anchor remembers
+    anchors_stored: int = 8  # a message is posted under its k smallest anchors (0: all)
     max_candidates: int = 16  # candidates verified per message, best first
 
 
@@ -241,6 +242,7 @@ def _check(s: Settings) -> None:
     need(i.candidate_distance >= i.max_distance, "index.candidate_distance",
          "must be at least index.max_distance", f">= {i.max_distance}")
     need(i.anchor_postings >= 1, "index.anchor_postings", "out of range", ">= 1")
+    need(i.anchors_stored >= 0, "index.anchors_stored", "out of range", ">= 0")
     need(i.max_candidates >= 1, "index.max_candidates", "out of range", ">= 1")
     f = s.fingerprint
     need(1 <= f.ngram <= 4, "fingerprint.ngram", "out of range", "1..4")

@@ -232,7 +232,8 @@ class Engine:
         )
         t1 = clock()
         seconds["fingerprint"] += t1 - t0
-        probe = BatchProbe(self.store, self._layout, s.index.anchor_postings)
+        probe = BatchProbe(self.store, self._layout, s.index.anchor_postings,
+                           s.index.anchors_stored)
         seqs = np.fromiter((p.seq for p in near), dtype=np.uint64, count=len(near))
         found = probe.run(fps, seqs, anchors, s.index.candidate_distance, s.index.max_candidates)
         self.stats.candidates += found.considered
@@ -325,6 +326,11 @@ class Engine:
         writes.put("meta", _META_COUNTERS, struct.pack(">Qq", self._next_seq, self._max_ts))
         self.store.write(writes)
 
+    def _posted(self, anchors: np.ndarray) -> np.ndarray:
+        """The anchors a message was posted under (see BatchProbe)."""
+        k = self.settings.index.anchors_stored
+        return anchors[:k] if k else anchors
+
     # -- expiry ---------------------------------------------------------------------------
 
     def _expire(self, newest_ts: int, limit: int = 50_000) -> None:
@@ -355,7 +361,7 @@ class Engine:
             anchors = fpr.anchors(fpr.Batch.of([d.text for d in indexed]), f.anchor_ngram,
                                   f.anchor_window)
             tables.load((k for ks in tables.keys_of(fps) for k in ks),
-                        (anchor_key(int(a)) for arr in anchors for a in arr))
+                        (anchor_key(int(a)) for arr in anchors for a in self._posted(arr)))
             tables.remove(np.array([d.seq for d in indexed], dtype=np.uint64))
             tables.stage(writes)
         hashes = [exact_key(d.text_hash) for d in docs]

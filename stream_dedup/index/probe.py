@@ -45,9 +45,11 @@ def _ragged(lengths: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.nda
     return rows, np.arange(total) - first[rows] + starts[rows]
 
 
-def _earlier_pairs(groups: np.ndarray, limit: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Pairs (later, earlier) of batch positions that share a group, earlier < later; with a
-    limit, only the `limit` most recent earlier ones per later position."""
+def _earlier_pairs(groups: np.ndarray, limit: int | None = None,
+                   eligible: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs (later, earlier) of batch positions that share a group, earlier < later, earlier
+    among the `eligible` ones (default all); with a limit, only the `limit` most recent earlier
+    ones per later position."""
     order = np.lexsort((np.arange(len(groups)), groups))
     g = groups[order]
     run_start = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
@@ -57,7 +59,11 @@ def _earlier_pairs(groups: np.ndarray, limit: int | None = None) -> tuple[np.nda
                            strict=True):
         members = order[start : start + size]
         for pos in range(1, size):
-            prior = members[max(0, pos - limit) if limit else 0 : pos]
+            prior = members[:pos]
+            if eligible is not None:
+                prior = prior[eligible[prior]]
+            if limit:
+                prior = prior[-limit:]
             later.append(np.full(len(prior), members[pos]))
             earlier.append(prior)
     if not later:
@@ -69,10 +75,11 @@ def _earlier_pairs(groups: np.ndarray, limit: int | None = None) -> tuple[np.nda
 class BatchProbe:
     """Probe the block tables and anchor postings for a batch and stage the batch's inserts."""
 
-    def __init__(self, store: KVStore, layout: Layout, postings: int) -> None:
+    def __init__(self, store: KVStore, layout: Layout, postings: int, stored: int) -> None:
         self._store = store
         self._layout = layout
         self._postings = postings
+        self._stored = stored
         self._puts: list[tuple[str, bytes, bytes]] = []
 
     def run(self, fps: np.ndarray, seqs: np.ndarray, anchors: list[np.ndarray],
@@ -137,12 +144,16 @@ class BatchProbe:
 
     def _anchors(self, anchors: list[np.ndarray],
                  seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A message looks up all its anchors but is posted under only its `stored` smallest
+        (a bottom-k sample: a copy that keeps most of a text keeps some of those)."""
         counts = np.fromiter((len(a) for a in anchors), np.int64, count=len(anchors))
         if not counts.sum():
             empty = np.zeros(0, dtype=_U64)
             return empty, np.zeros(0, np.int64), counts
-        flat = np.concatenate(anchors)
+        flat = np.concatenate(anchors)  # each message's anchors ascending
         owner_of = np.repeat(np.arange(len(anchors)), counts)
+        rank = np.arange(len(flat)) - np.repeat(np.cumsum(counts) - counts, counts)
+        posted = rank < self._stored if self._stored else np.ones(len(flat), dtype=bool)
         uniq, inverse = np.unique(flat, return_inverse=True)
         names = anchor_keys(uniq)
         values = [v or b"" for v in self._store.get_many("anchors", names)]
@@ -150,12 +161,12 @@ class BatchProbe:
         lengths = np.fromiter((len(v) // 8 for v in values), np.int64, count=len(values))
         starts = np.cumsum(lengths) - lengths
         rows, idx = _ragged(lengths[inverse], starts[inverse])
-        later, earlier = _earlier_pairs(inverse, self._postings)
+        later, earlier = _earlier_pairs(inverse, self._postings, posted)
         owner = np.concatenate([owner_of[rows], owner_of[later]])
         cand = np.concatenate([stored[idx], seqs[owner_of[earlier]]])
         pair = (owner.astype(_U64) << _U64(_SEQ_BITS)) | cand
         keys, shared = np.unique(pair, return_counts=True)
-        self._stage_anchors(names, values, inverse, seqs[owner_of])
+        self._stage_anchors(names, values, inverse[posted], seqs[owner_of[posted]])
         return keys, shared, counts
 
     def _stage_anchors(self, names: list[bytes], values: list[bytes], inverse: np.ndarray,

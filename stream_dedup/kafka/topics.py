@@ -3,16 +3,19 @@ the benchmark). Every client here is short-lived and closed after use."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
 
 from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import KafkaAdminClient
-from kafka.errors import TopicAlreadyExistsError
+from kafka.errors import KafkaError, TopicAlreadyExistsError
 
 from ..config import KafkaSettings
 
 TIMEOUT_MS = 30_000
+T = TypeVar("T")
 
 
 def configured_topics(k: KafkaSettings) -> list[str]:
@@ -81,6 +84,18 @@ def record_counts(bootstrap: str, topics: Iterable[str]) -> dict[str, int]:
     return counts
 
 
+def _retrying(step: Callable[[], T], attempts: int = 20, wait_s: float = 0.5) -> T:
+    """A coordinator that is still loading a fresh group answers NotCoordinator for a moment."""
+    for _ in range(attempts - 1):
+        try:
+            return step()
+        except KafkaError as exc:
+            if not exc.retriable:
+                raise
+            time.sleep(wait_s)
+    return step()
+
+
 def group_lag(bootstrap: str, group: str, topics: Iterable[str]) -> int:
     """Records of `topics` the group has not committed yet (all of them before its first
     commit)."""
@@ -89,7 +104,7 @@ def group_lag(bootstrap: str, group: str, topics: Iterable[str]) -> int:
         ends = consumer.end_offsets(tps)
         begins = consumer.beginning_offsets(tps)
     with admin(bootstrap) as client:
-        committed = client.list_group_offsets({group: tps}).get(group, {})
+        committed = _retrying(lambda: client.list_group_offsets({group: tps}).get(group, {}))
     lag = 0
     for tp in tps:
         done = committed.get(tp)

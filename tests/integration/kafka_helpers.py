@@ -53,7 +53,7 @@ def id_of(raw: bytes) -> str:
     return str(json.loads(raw)["id"])
 
 
-def test_settings(bootstrap: str, topics: dict[str, str], group: str, **kafka: object
+def service_settings(bootstrap: str, topics: dict[str, str], group: str, **kafka: object
                   ) -> Settings:
     """Default settings pointed at one test's topics and group, with short timeouts."""
     k = KafkaSettings(bootstrap_servers=bootstrap, input_topics=(topics["input"],),

@@ -11,22 +11,21 @@ import subprocess
 import uuid
 
 import pytest
-
-from stream_dedup.decode import decode
-from stream_dedup.kafka.headers import as_dict
-from stream_dedup.records import Message
-
-from .kafka_helpers import (
+from kafka_helpers import (
     ThreadedService,
     file_mode_uniques,
     id_of,
     make_topics,
     produce,
     read_topic,
+    service_settings,
     stream_lines,
-    test_settings,
     wait_drained,
 )
+
+from stream_dedup.decode import decode
+from stream_dedup.kafka.headers import as_dict
+from stream_dedup.records import Message
 
 pytestmark = pytest.mark.integration
 
@@ -43,7 +42,7 @@ def _messages(lines: list[bytes], settings) -> list[Message]:
 def test_dev_stream_through_six_partitions(kafka_bootstrap, unique_topic, tmp_path):
     name, lines = stream_lines()
     topics = make_topics(unique_topic, input_partitions=6)
-    settings = test_settings(kafka_bootstrap, topics, f"e2e-{uuid.uuid4().hex[:8]}")
+    settings = service_settings(kafka_bootstrap, topics, f"e2e-{uuid.uuid4().hex[:8]}")
     produce(kafka_bootstrap, topics["input"], lines)
     service = ThreadedService(settings, tmp_path / "state")
     try:
@@ -92,7 +91,7 @@ def test_malformed_records_go_to_dead_letters(kafka_bootstrap, unique_topic, tmp
     for raw in bad:
         mixed.insert(rng.randrange(len(mixed) + 1), raw)
     topics = make_topics(unique_topic, input_partitions=1)  # one partition: file order kept
-    settings = test_settings(kafka_bootstrap, topics, f"dlq-{uuid.uuid4().hex[:8]}")
+    settings = service_settings(kafka_bootstrap, topics, f"dlq-{uuid.uuid4().hex[:8]}")
     produce(kafka_bootstrap, topics["input"], mixed)
     service = ThreadedService(settings, tmp_path / "state")
     try:
@@ -128,7 +127,7 @@ def test_kcat_feeds_the_service_and_reads_its_output(kafka_bootstrap, unique_top
                                                      tmp_path):
     _, lines = stream_lines(1500)
     topics = make_topics(unique_topic, input_partitions=1)
-    settings = test_settings(kafka_bootstrap, topics, f"kcat-{uuid.uuid4().hex[:8]}")
+    settings = service_settings(kafka_bootstrap, topics, f"kcat-{uuid.uuid4().hex[:8]}")
     keyed = b"".join(id_of(raw).encode() + b"\t" + raw + b"\n" for raw in lines)
     _kcat([kcat, "-P", "-b", kafka_bootstrap, "-t", topics["input"], "-K", "\t",
            "-H", "origin=kcat"], stdin=keyed)
