@@ -52,6 +52,14 @@ class Doc:
         )
         return head + ident + matched + guard + v.reason.encode() + b"\x00" + self.text.encode()
 
+    @staticmethod
+    def peek(data: bytes) -> tuple[str, int, str]:
+        """(id, fingerprint, normalized text): what verification needs, without the verdict."""
+        _ts, fp, _th, _flags, _dist, _sim, n_id, n_m, n_g = _HEAD.unpack_from(data)
+        pos = _HEAD.size
+        text = data[pos + n_id + n_m + n_g :].partition(b"\x00")[2]
+        return data[pos : pos + n_id].decode(), fp, text.decode()
+
     @classmethod
     def decode(cls, seq: int, data: bytes) -> Doc:
         ts, fp, th, flags, dist, sim, n_id, n_m, n_g = _HEAD.unpack_from(data)

@@ -252,11 +252,12 @@ class Engine:
                 in_batch: dict[int, _Pending]) -> None:
         wanted = sorted({seq for cands in candidates for seq, _, _ in cands
                          if seq not in in_batch})
-        docs = {
-            seq: Doc.decode(seq, data)
+        stored = {  # seq -> (text, id, fingerprint)
+            seq: (text, ident, fp)
             for seq, data in zip(wanted, self.store.get_many("docs", [seq_key(q) for q in wanted]),
                                  strict=True)
             if data is not None  # expired meanwhile
+            for ident, fp, text in (Doc.peek(data),)
         }
         grams = self._grams
         if len(grams) > 200_000:  # bigram sets of recent candidates, reused across batches
@@ -267,13 +268,10 @@ class Engine:
             refused: tuple[str, str, int, float] | None = None
             for seq, dist, _shared in cands:
                 other = in_batch.get(seq)
-                text, ident, ofp = (
-                    (other.text, other.msg.id, other.fp) if other is not None
-                    else (docs[seq].text, docs[seq].verdict.id, docs[seq].fp) if seq in docs
-                    else (None, "", 0)
-                )
-                if text is None:
+                found = (other.text, other.msg.id, other.fp) if other else stored.get(seq)
+                if found is None:
                     continue
+                text, ident, ofp = found
                 theirs = grams.get(seq)
                 if theirs is None:
                     theirs = grams[seq] = bigrams(text)

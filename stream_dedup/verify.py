@@ -11,7 +11,6 @@ and every differing span inside the text (not an addition or cut at either edge)
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
@@ -20,6 +19,7 @@ from .config import VerifySettings
 _DIGITS = re.compile(r"\d+")
 _NUMERALS = frozenset("0123456789零〇一二三四五六七八九十百千万亿两")
 _NEGATIONS = frozenset("不没無无非未别莫勿否")
+_NEGATION_RE = re.compile("[" + "".join(sorted(_NEGATIONS)) + "]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +58,9 @@ def similarity(a: frozenset[str], b: frozenset[str], len_a: int, len_b: int,
     return jaccard, False
 
 
-def _signature(text: str) -> tuple[Counter[str], Counter[str]]:
-    return Counter(_DIGITS.findall(text)), Counter(c for c in text if c in _NEGATIONS)
+def _signature(text: str) -> tuple[list[str], list[str]]:
+    """The numbers and the negation characters of a text, as sorted lists (multisets)."""
+    return sorted(_DIGITS.findall(text)), sorted(_NEGATION_RE.findall(text))
 
 
 def _meaning_change(a: str, b: str, settings: VerifySettings) -> str | None:

@@ -50,26 +50,23 @@ def _earlier_pairs(groups: np.ndarray, limit: int | None = None,
     """Pairs (later, earlier) of batch positions that share a group, earlier < later, earlier
     among the `eligible` ones (default all); with a limit, only the `limit` most recent earlier
     ones per later position."""
-    order = np.lexsort((np.arange(len(groups)), groups))
-    g = groups[order]
-    run_start = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
-    run_len = np.diff(np.r_[run_start, len(g)])
-    later, earlier = [], []
-    for start, size in zip(run_start[run_len > 1].tolist(), run_len[run_len > 1].tolist(),
-                           strict=True):
-        members = order[start : start + size]
-        for pos in range(1, size):
-            prior = members[:pos]
-            if eligible is not None:
-                prior = prior[eligible[prior]]
-            if limit:
-                prior = prior[-limit:]
-            later.append(np.full(len(prior), members[pos]))
-            earlier.append(prior)
-    if not later:
+    if eligible is None:
+        eligible = np.ones(len(groups), dtype=bool)
+    if not len(groups):
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty
-    return np.concatenate(later), np.concatenate(earlier)
+    order = np.lexsort((np.arange(len(groups)), groups))
+    g, ok = groups[order], eligible[order]
+    run_start = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    run_of = np.repeat(np.arange(len(run_start)), np.diff(np.r_[run_start, len(g)]))
+    # Eligible members, in (group, position) order; each run's ones are a contiguous range.
+    members = order[ok]
+    ok_before = np.cumsum(ok) - ok  # eligible elements before each sorted element
+    first_member = ok_before[run_start]  # index into `members` where each run's range starts
+    earlier_count = ok_before - first_member[run_of]
+    take = np.minimum(earlier_count, limit) if limit else earlier_count
+    rows, idx = _ragged(take, first_member[run_of] + earlier_count - take)
+    return order[rows], members[idx]
 
 
 class BatchProbe:

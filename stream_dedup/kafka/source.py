@@ -97,10 +97,11 @@ class KafkaSource:
     def poll(self) -> list[InputRecord]:
         """Up to `poll_batch_size` records, waiting at most `batch_wait_ms` to fill the batch.
 
-        The batch is sorted by record timestamp (stably, so records of one partition with equal
-        or rising timestamps keep their order): across partitions the engine then sees nearly
-        the order in which the records were produced, and an original is decided before its
-        copy in another partition, as file mode would.
+        The batch is sorted by record timestamp (stably: records of one partition with rising
+        timestamps keep their order), so within a batch an original is decided before its copy
+        in another partition. Across batches the order is the fetcher's interleaving of the
+        partitions, which can put a copy before its original (then the copy is kept as unique
+        and the original is called its duplicate).
         """
         s = self.settings
         out: list[InputRecord] = []

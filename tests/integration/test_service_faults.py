@@ -1,0 +1,132 @@
+"""Faults on the real broker: the service killed with SIGKILL mid-run, and the broker killed with
+SIGKILL mid-run. Nothing may be lost; the service runs as `stream-dedup run` in a subprocess.
+
+One input partition: the service then reads in file order, so its outputs must match file mode
+exactly (multi-partition runs are covered by test_service.py).
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import subprocess
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from kafka_helpers import (
+    REPO,
+    file_mode_uniques,
+    id_of,
+    make_topics,
+    produce,
+    read_topic,
+    service_settings,
+    start_service,
+    stream_lines,
+    wait_drained,
+)
+
+from stream_dedup.decode import decode
+from stream_dedup.kafka.topics import group_lag
+
+pytestmark = pytest.mark.integration
+
+
+def _wait_lag_below(settings, threshold: int, proc: subprocess.Popen, timeout_s: float) -> int:
+    k = settings.kafka
+    deadline = time.monotonic() + timeout_s
+    while True:
+        lag = group_lag(k.bootstrap_servers, k.group_id, k.input_topics)
+        if lag < threshold:
+            return lag
+        assert proc.poll() is None, f"service exited with {proc.returncode}"
+        assert time.monotonic() < deadline, f"lag stayed at {lag} (waiting for < {threshold})"
+        time.sleep(0.05)
+
+
+def _stop(proc: subprocess.Popen, log: Path) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        code = proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise AssertionError("the service did not stop within 60 s of SIGTERM") from None
+    assert code == 0, f"exit {code}:\n{log.read_text(errors='replace')[-3000:]}"
+
+
+def _check_nothing_lost(settings, topics, lines) -> tuple[int, int]:
+    """Every input id in an output topic; file mode's uniques all in the output topic. Returns
+    (records emitted twice or more, distinct ids emitted)."""
+    bootstrap = settings.kafka.bootstrap_servers
+    unique = read_topic(bootstrap, topics["output"])
+    dups = read_topic(bootstrap, topics["duplicates"])
+    dead = read_topic(bootstrap, topics["dead"])
+    assert not dead
+    emitted = Counter(id_of(r.value) for r in unique + dups)
+    ids = [id_of(raw) for raw in lines]
+    missing = set(ids) - set(emitted)
+    assert not missing, f"{len(missing)} input ids lost, e.g. {sorted(missing)[:5]}"
+    messages = [decode(raw, "t", str(n), 0, settings.input) for n, raw in enumerate(lines)]
+    expected = file_mode_uniques(settings, messages)
+    out_ids = {id_of(r.value) for r in unique}
+    assert expected <= out_ids, f"{len(expected - out_ids)} file-mode uniques missing"
+    assert out_ids <= expected, f"{len(out_ids - expected)} outputs file mode calls duplicates"
+    twice = sum(n - 1 for n in emitted.values() if n > 1)
+    return twice, len(emitted)
+
+
+def test_kill9_the_service_three_times(kafka_bootstrap, unique_topic, tmp_path):
+    _, lines = stream_lines(20_000)
+    topics = make_topics(unique_topic, input_partitions=1)
+    settings = service_settings(kafka_bootstrap, topics, f"crash-{uuid.uuid4().hex[:8]}",
+                                poll_batch_size=500)
+    produce(kafka_bootstrap, topics["input"], lines)
+    state, log = tmp_path / "state", tmp_path / "service.log"
+    rng = random.Random()
+    points = sorted((rng.randint(2_000, 18_000) for _ in range(3)), reverse=True)
+    kills = []
+    for lag_point in points:
+        proc = start_service(settings, state, log)
+        try:
+            lag = _wait_lag_below(settings, lag_point, proc, timeout_s=120)
+        finally:
+            proc.kill()  # SIGKILL: no flush, no commit, no close
+            proc.wait()
+        kills.append(len(lines) - lag)
+    proc = start_service(settings, state, log)
+    try:
+        wait_drained(settings, timeout_s=120, alive=lambda: proc.poll() is None)
+    finally:
+        _stop(proc, log)
+    twice, distinct = _check_nothing_lost(settings, topics, lines)
+    print(f"\ncrash test: {len(lines)} records, SIGKILL after ~{kills} committed; 0 lost, "
+          f"{distinct} ids emitted, {twice} records emitted twice (replayed after a kill)")
+
+
+def test_broker_killed_and_restarted_mid_run(kafka_bootstrap, unique_topic, tmp_path):
+    _, lines = stream_lines(12_000)
+    topics = make_topics(unique_topic, input_partitions=1)
+    settings = service_settings(kafka_bootstrap, topics, f"broker-{uuid.uuid4().hex[:8]}",
+                                poll_batch_size=200)
+    produce(kafka_bootstrap, topics["input"], lines)
+    log = tmp_path / "service.log"
+    proc = start_service(settings, tmp_path / "state", log)
+    script = ["bash", str(REPO / "deploy" / "kafka.sh")]
+    try:
+        _wait_lag_below(settings, int(len(lines) * 0.8), proc, timeout_s=120)
+        subprocess.run([*script, "kill9"], check=True, capture_output=True, timeout=60)
+        time.sleep(2)
+        assert proc.poll() is None, "the service died with the broker"
+        subprocess.run([*script, "start"], check=True, capture_output=True, timeout=180)
+        wait_drained(settings, timeout_s=180, alive=lambda: proc.poll() is None)
+    finally:
+        # The broker must be up for later tests whatever happened here.
+        subprocess.run([*script, "start"], check=False, capture_output=True, timeout=180)
+        _stop(proc, log)
+    twice, _ = _check_nothing_lost(settings, topics, lines)
+    text = log.read_text(errors="replace")
+    assert "failed, retrying" in text or "re-sending" in text, "the outage was not logged"
+    print(f"\nbroker restart: {len(lines)} records, 0 lost, {twice} emitted twice")
