@@ -22,6 +22,8 @@ from .decode import decode
 from .engine import Engine
 from .errors import StreamDedupError
 from .files import read_lines
+from .logs import LOG_FORMATS, configure
+from .metrics import FILE_TOPIC, ServiceMetrics
 from .records import DeadLetter, Message, Verdict
 from .state import open_store
 
@@ -36,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Remove repeated and near-repeated Chinese short texts from feeds.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--log-format", choices=LOG_FORMATS, default="human",
+                        help="log lines for people, or one JSON object a line (default: human)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def with_config(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -50,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--dead-letters", help="write records that could not be read as JSONL")
     d.add_argument("--state", help="state directory (overrides state.path)")
     d.add_argument("--quiet", action="store_true", help="no progress output")
+    d.add_argument("--metrics-textfile", metavar="PATH",
+                   help="write the Prometheus metrics to PATH (node-exporter's textfile "
+                        "collector) every 10 s and at the end")
 
     c = with_config(sub.add_parser("check", help="compare two texts and explain the verdict"))
     c.add_argument("first")
@@ -156,6 +163,7 @@ def cmd_dedup(args: argparse.Namespace, settings: Settings) -> int:
     engine = Engine(settings, open_store(settings.state.backend, state_path,
                                          settings.state.block_cache_mb, settings.state.sync_writes))
     progress = Progress(not args.quiet)
+    metrics = _file_metrics(settings) if args.metrics_textfile else None
     started = time.perf_counter()
     dead = 0
     with ExitStack() as stack:
@@ -165,7 +173,8 @@ def cmd_dedup(args: argparse.Namespace, settings: Settings) -> int:
         dead_out = _open_out(stack, args.dead_letters)
         for batch in _batches(_records(args.input, settings), settings.engine.batch_size):
             messages = [r for _, _, r in batch if isinstance(r, Message)]
-            verdicts = iter(engine.process(messages))
+            decided = engine.process(messages)
+            verdicts = iter(decided)
             for number, raw, record in batch:
                 if isinstance(record, DeadLetter):
                     dead += 1
@@ -182,7 +191,14 @@ def cmd_dedup(args: argparse.Namespace, settings: Settings) -> int:
                 if decisions:
                     decisions.write(json.dumps(verdict_json(verdict), ensure_ascii=False) + "\n")
             progress.update(engine.stats.messages + dead)
+            if metrics:
+                metrics.observe_batch(engine, decided, len(batch) - len(messages),
+                                      {FILE_TOPIC: len(batch)})
+                metrics.write_textfile(args.metrics_textfile, every_s=10.0)
         progress.finish()
+        if metrics:
+            metrics.refresh_state(engine)
+            metrics.write_textfile(args.metrics_textfile)
     elapsed = time.perf_counter() - started
     stats = engine.stats
     total = stats.messages + dead
@@ -195,6 +211,12 @@ def cmd_dedup(args: argparse.Namespace, settings: Settings) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def _file_metrics(settings: Settings) -> ServiceMetrics:
+    from prometheus_client import CollectorRegistry
+
+    return ServiceMetrics(CollectorRegistry(), settings, topics=(FILE_TOPIC,))
 
 
 def cmd_check(args: argparse.Namespace, settings: Settings) -> int:
@@ -271,8 +293,8 @@ def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     args = build_parser().parse_args(argv)
+    configure(args.log_format)
     try:
         settings = load_config(args.config)
         handler = {"dedup": cmd_dedup, "check": cmd_check, "eval": cmd_eval, "run": cmd_run,

@@ -17,6 +17,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import opencc
 
@@ -29,18 +30,22 @@ _TAG_RE = re.compile(r"<[a-zA-Z/!][^<>\n]{0,200}>")
 # Retweet-chain and reply markers ("//@name:", "回复@name:"). Only the markers go: which segment
 # of a chain is the content differs between platforms, so the segments' words stay and the
 # near stage's containment measure weighs a short added comment against the reposted text.
-_RETWEET = r"(?://|回复|回覆)[ \t]*@[^:：\s]{1,30}[ \t]*[:：]"
+# Each pattern starts with a literal or a character set, so the regex engine can skip ahead to
+# candidate positions (one alternation of them all was 3x slower).
+_RETWEET = (r"//[ \t]*@[^:：\s]{1,30}[ \t]*[:：]", r"回[复覆][ \t]*@[^:：\s]{1,30}[ \t]*[:：]")
 # The text a platform fills in when a post is forwarded without words of its own.
-_FORWARD = r"转发微博|轉發微博|\brepost\b"
+_FORWARD = (r"[转轉][发發]微博", r"\brepost\b")
+_NOT_URL = r"[^\s\u3000-\u303f\uff00-\uffef\u4e00-\u9fff]+"
 _URL = (
-    r"(?:https?://|www\.)[^\s\u3000-\u303f\uff00-\uffef\u4e00-\u9fff]+"
-    r"|\b[a-z0-9-]{1,20}\.(?:cn|com|net|org|ly|me|io|gl|im)/[a-z0-9_\-/]+"
+    r"https?://" + _NOT_URL,
+    r"www\." + _NOT_URL,
+    r"[a-z0-9-]{1,20}\.(?:cn|com|net|org|ly|me|io|gl|im)/[a-z0-9_\-/]+",  # short links
 )
-_MENTION = r"@[\w\u00b7\-]{1,30}"
+_MENTION = (r"@[\w\u00b7\-]{1,30}",)
 # Topic tags "#…#" and lenticular-bracket tags "【…】"; square-bracket spans are emoticons
 # ("[哈哈]") or source tags ("[转载]"): short, no nested brackets.
-_TAGS = r"#[^#\n]{1,40}#|【[^【】\n]{0,40}】|〖[^〖〗\n]{0,40}〗"
-_BRACKET_TAG = r"\[[^\[\]\n]{1,10}\]"
+_TAGS = (r"#[^#\n]{1,40}#", r"【[^【】\n]{0,40}】", r"〖[^〖〗\n]{0,40}〗")
+_BRACKET_TAG = (r"\[[^\[\]\n]{1,10}\]",)
 # Everything but letters and digits (str.isalnum), except the newlines between texts.
 _NOT_CONTENT_RE = re.compile(r"[^\w\n]+|_+")
 _SPACES_RE = re.compile(r"[^\S\n]+")
@@ -99,14 +104,16 @@ class Normalizer:
     def __init__(self, settings: NormalizeSettings | None = None) -> None:
         self.settings = s = settings or NormalizeSettings()
         converter = opencc.OpenCC("t2s") if s.traditional_to_simplified else None
-        decorations = [
-            pattern
-            for enabled, pattern in (
+        flags = 0 if s.lowercase else re.I
+        decorations = tuple(  # in this order: a URL goes whole before the "@" or "#" in it
+            re.compile(pattern, flags)
+            for enabled, patterns in (
                 (s.retweets, _RETWEET), (s.retweets, _FORWARD), (s.urls, _URL),
                 (s.mentions, _MENTION), (s.tags, _TAGS), (s.emoticons, _BRACKET_TAG),
             )
             if enabled
-        ]  # one alternation: a URL is matched whole before the "@" or "#" inside it
+            for pattern in patterns
+        )
         steps: list[Callable[[str], str]] = []
         if s.nfkc:
             steps.append(nfkc)
@@ -114,9 +121,7 @@ class Normalizer:
             steps.append(converter.convert)
         if s.lowercase:
             steps.append(str.lower)
-        if decorations:
-            decoration_re = re.compile("|".join(decorations), re.I)
-            steps.append(lambda t: decoration_re.sub(" ", t))
+        steps.extend(partial(pattern.sub, " ") for pattern in decorations)
         if s.symbols:
             steps.append(lambda t: _NOT_CONTENT_RE.sub("", t))
         else:
