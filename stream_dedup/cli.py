@@ -216,7 +216,8 @@ def cmd_dedup(args: argparse.Namespace, settings: Settings) -> int:
 def _file_metrics(settings: Settings) -> ServiceMetrics:
     from prometheus_client import CollectorRegistry
 
-    return ServiceMetrics(CollectorRegistry(), settings, topics=(FILE_TOPIC,))
+    return ServiceMetrics(CollectorRegistry(), settings, topics=(FILE_TOPIC,),
+                          process_metrics=False)
 
 
 def cmd_check(args: argparse.Namespace, settings: Settings) -> int:

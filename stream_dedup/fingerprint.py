@@ -111,23 +111,30 @@ def _add_rows(out: np.ndarray, owners: np.ndarray, rows: np.ndarray) -> None:
 
 
 def anchors(batch: Batch, n: int, window: int) -> list[np.ndarray]:
-    """Winnowing anchors of each text: the distinct minima of every `window` consecutive n-gram
-    hashes (a text with fewer n-grams than a window gets its single minimum)."""
+    """Winnowing anchors of each text, ascending: the distinct minima of every `window`
+    consecutive n-gram hashes (a text with fewer n-grams than a window gets its single minimum)."""
     hashes, owners = ngram_hashes(batch, n)
     count = len(batch.offsets) - 1
+    if not count:
+        return []
     per_text = np.bincount(owners, minlength=count)
     bounds = np.zeros(count + 1, dtype=np.int64)
     np.cumsum(per_text, out=bounds[1:])
-    result: list[np.ndarray] = [np.zeros(0, dtype=_U64)] * count
+    values, owned_by = [np.zeros(0, _U64)], [np.zeros(0, np.int64)]
     if len(hashes) >= window:
         minima = sliding_window_view(hashes, window).min(axis=1)
         win_owner = owners[: len(minima)]
         whole = bounds[win_owner + 1] - np.arange(len(minima)) >= window
-        minima, win_owner = minima[whole], win_owner[whole]
-        cut = np.searchsorted(win_owner, np.arange(count + 1))
-        for j in range(count):
-            if cut[j + 1] > cut[j]:
-                result[j] = np.unique(minima[cut[j] : cut[j + 1]])
-    for j in np.flatnonzero((per_text > 0) & (per_text < window)):
-        result[j] = hashes[bounds[j] : bounds[j + 1]].min(keepdims=True)
-    return result
+        values.append(minima[whole])
+        owned_by.append(win_owner[whole])
+    nonempty = np.flatnonzero(per_text > 0)
+    short = per_text[nonempty] < window
+    if short.any():
+        values.append(np.minimum.reduceat(hashes, bounds[nonempty])[short])
+        owned_by.append(nonempty[short])
+    value, owner = np.concatenate(values), np.concatenate(owned_by)
+    order = np.lexsort((value, owner))
+    value, owner = value[order], owner[order]
+    fresh = np.r_[True, (value[1:] != value[:-1]) | (owner[1:] != owner[:-1])][: len(value)]
+    value, owner = value[fresh], owner[fresh]
+    return np.split(value, np.searchsorted(owner, np.arange(1, count)))

@@ -48,6 +48,10 @@ E2E_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.
 class ServiceMetrics:
     """Every metric of one stream-dedup process, and the calls that update them.
 
+    `process_metrics` adds prometheus-client's `process_*` (CPU, memory, open files); file mode
+    leaves them out of its textfile because node-exporter reports its own under those names and
+    refuses a textfile that repeats them.
+
     The service calls, per batch: `observe_batch` after the outputs are acknowledged, `set_lag`
     after a commit, `count_error` where a produce, commit or broker call failed. File mode calls
     `observe_batch` per batch and `write_textfile`. `serve` exposes them over HTTP.
@@ -55,7 +59,8 @@ class ServiceMetrics:
 
     def __init__(self, registry: CollectorRegistry, settings: Settings,
                  topics: Sequence[str] = (), dedup_window_s: float = 300.0,
-                 state_every_s: float = 15.0, clock: Callable[[], float] = time.monotonic) -> None:
+                 state_every_s: float = 15.0, process_metrics: bool = True,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.registry = registry
         self._clock = clock
         self._state_every_s = state_every_s
@@ -74,7 +79,8 @@ class ServiceMetrics:
             self.messages_in.labels(topic)
         self.index_design_entries.set(settings.exact.expected_rate_per_s * settings.window.seconds)
         self.bloom_target_fpr.set(settings.exact.false_positive_rate)
-        ProcessCollector(registry=registry)
+        if process_metrics:
+            ProcessCollector(registry=registry)
 
     def _define(self, r: CollectorRegistry, window_s: float) -> None:
         p = "stream_dedup_"

@@ -9,6 +9,7 @@ commit input offsets right after it.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 
 from kafka import KafkaProducer
@@ -20,6 +21,7 @@ from .route import Output
 
 log = logging.getLogger(__name__)
 FLUSH_SLICE_S = 1.0  # flush waits in slices so a shutdown request is noticed
+WAIT_LOG_EVERY_S = 5.0
 
 
 class KafkaSink:
@@ -88,7 +90,9 @@ class KafkaSink:
             return None
 
     def _flush(self) -> None:
-        """Flush until every sent record completed (acked or failed after its retries)."""
+        """Flush until every sent record completed (acked, or failed after the producer's own
+        retries), saying so in the log every `WAIT_LOG_EVERY_S` while the broker is away."""
+        started = last_said = time.monotonic()
         while True:
             try:
                 self.producer.flush(timeout=FLUSH_SLICE_S)
@@ -96,6 +100,10 @@ class KafkaSink:
             except KafkaTimeoutError:
                 if self.backoff.give_up():
                     raise GaveUp("flushing outputs") from None
+            if time.monotonic() - last_said >= WAIT_LOG_EVERY_S:
+                last_said = time.monotonic()
+                log.warning("outputs not acknowledged yet, still waiting (is the broker away?) "
+                            "waited_s=%.0f", last_said - started)
 
     def close(self) -> None:
         self.producer.close(timeout=self.settings.commit_timeout_s)

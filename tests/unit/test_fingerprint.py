@@ -29,3 +29,10 @@ def test_shared_run_gives_shared_anchor() -> None:
     shared = "这是一段足够长的共同文字内容"
     a, b = anchors(Batch.of(["开头不同" + shared, shared + "结尾也不同啊"]), 4, 8)
     assert set(a.tolist()) & set(b.tolist())
+
+
+def test_anchors_do_not_depend_on_batch_neighbours() -> None:
+    texts = ["abcdefghijklmnopqrstu", "", "ab", "你好世界你好世界你好世界", "abcdefghij", "abcdefg"]
+    together = [a.tolist() for a in anchors(Batch.of(texts), 4, 8)]
+    assert together == [anchors(Batch.of([t]), 4, 8)[0].tolist() for t in texts]
+    assert together[1] == [] and anchors(Batch.of([]), 4, 8) == []
