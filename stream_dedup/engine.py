@@ -82,7 +82,7 @@ class Engine:
             settings.index.layout, settings.index.max_distance, settings.index.blocks
         )
         self._window_ms = int(settings.window.seconds * 1000)
-        self._grams: dict[int, frozenset[str]] = {}
+        self._grams: dict[int, frozenset[int]] = {}
         self.exact = ExactStage(settings.exact, settings.window.seconds, store)
         self._check_format()
         counters = store.get_many("meta", [_META_COUNTERS])[0]
@@ -264,7 +264,7 @@ class Engine:
             grams.clear()
         vs = self.settings.verify
         for p, cands in zip(near, candidates, strict=True):
-            mine: frozenset[str] | None = None
+            mine: frozenset[int] | None = None
             refused: tuple[str, str, int, float] | None = None
             for seq, dist, _shared in cands:
                 other = in_batch.get(seq)

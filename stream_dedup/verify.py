@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
+import numpy as np
+
 from .config import VerifySettings
 
 _DIGITS = re.compile(r"\d+")
@@ -31,14 +33,16 @@ class Check:
     guard: str | None = None
 
 
-def bigrams(text: str) -> frozenset[str]:
-    """Character bigrams (a one-character text is its own feature)."""
-    if len(text) < 2:
-        return frozenset((text,)) if text else frozenset()
-    return frozenset(map(str.__add__, text, text[1:]))
+def bigrams(text: str) -> frozenset[int]:
+    """Character bigrams as integers (two 21-bit code points); a one-character text is its own
+    feature. Integers hash and intersect faster than two-character strings."""
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype="<u4").astype(np.int64)
+    if len(codes) < 2:
+        return frozenset(codes.tolist())
+    return frozenset(((codes[:-1] << 21) | codes[1:]).tolist())
 
 
-def similarity(a: frozenset[str], b: frozenset[str], len_a: int, len_b: int,
+def similarity(a: frozenset[int], b: frozenset[int], len_a: int, len_b: int,
                settings: VerifySettings) -> tuple[float, bool]:
     """(score, passes): the larger of Jaccard and length-bounded containment, and whether it
     reaches its threshold."""
@@ -120,7 +124,7 @@ def _changes_number(span_a: str, span_b: str) -> bool:
     return any(c in _NUMERALS for c in span_a) and any(c in _NUMERALS for c in span_b)
 
 
-def verify(a: str, b: str, grams_a: frozenset[str], grams_b: frozenset[str],
+def verify(a: str, b: str, grams_a: frozenset[int], grams_b: frozenset[int],
            settings: VerifySettings) -> Check:
     """Decide whether normalized text `b` is a near duplicate of normalized text `a`."""
     if min(len(a), len(b)) < settings.min_chars:
