@@ -33,7 +33,7 @@ from .docs import Doc, seq_key, ttl_key
 from .exact import ExactMatch, ExactStage, exact_key, exact_value, text_hash
 from .index.layout import hamming, make_layout
 from .index.probe import BatchProbe
-from .index.tables import PendingTables, anchor_key
+from .index.tables import remove_entries
 from .normalize import Normalizer
 from .records import Decision, Message, Verdict
 from .state.store import KVStore, WriteSet
@@ -353,15 +353,13 @@ class Engine:
         writes = WriteSet()
         indexed = [d for d in docs if d.indexed]
         if indexed:
-            tables = PendingTables(self.store, self._layout, self.settings.index.anchor_postings)
             fps = np.array([d.fp for d in indexed], dtype=np.uint64)
             f = self.settings.fingerprint
             anchors = fpr.anchors(fpr.Batch.of([d.text for d in indexed]), f.anchor_ngram,
                                   f.anchor_window)
-            tables.load((k for ks in tables.keys_of(fps) for k in ks),
-                        (anchor_key(int(a)) for arr in anchors for a in self._posted(arr)))
-            tables.remove(np.array([d.seq for d in indexed], dtype=np.uint64))
-            tables.stage(writes)
+            remove_entries(self.store, self._layout, fps,
+                           np.array([d.seq for d in indexed], dtype=np.uint64),
+                           [self._posted(a) for a in anchors], writes)
         hashes = [exact_key(d.text_hash) for d in docs]
         for d, key, value in zip(docs, hashes, self.store.get_many("exact", hashes), strict=True):
             if value is not None and struct.unpack(">Q", value[:8])[0] == d.seq:
