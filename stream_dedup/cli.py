@@ -201,13 +201,15 @@ def cmd_dedup(args: argparse.Namespace, settings: Settings) -> int:
             metrics.write_textfile(args.metrics_textfile)
     elapsed = time.perf_counter() - started
     stats = engine.stats
+    bloom = engine.exact.bloom
     total = stats.messages + dead
     dups = stats.decisions["exact"] + stats.decisions["near"]
     print(
         f"{total:,} records: {stats.decisions['unique']:,} unique, {stats.decisions['exact']:,} "
         f"exact, {stats.decisions['near']:,} near, {dead:,} dead letters, "
         f"{stats.replayed:,} replayed; dedup rate {dups / max(stats.messages, 1):.1%}; "
-        f"{total / max(elapsed, 1e-9):,.0f} msgs/s",
+        f"{total / max(elapsed, 1e-9):,.0f} msgs/s; Bloom filter {bloom.fill_ratio():.1%} full, "
+        f"estimated false-positive rate {bloom.estimated_fpr():.2g}",
         file=sys.stderr,
     )
     return 0
