@@ -50,7 +50,9 @@ class ExactSettings:
 
 @dataclass(frozen=True, slots=True)
 class FingerprintSettings:
-    """64-bit Simhash over character n-grams of the normalized text."""
+    """How messages are fingerprinted for the block tables, and their winnowing anchors."""
+
+    strategy: Literal["char-simhash"] = "char-simhash"
 
     ngram: int = 1  # characters per feature: 1 keeps short-text fingerprints most stable
     anchor_ngram: int = 4  # winnowing: characters per hashed n-gram
@@ -108,6 +110,15 @@ class EngineSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class MetricsSettings:
+    """The metrics port of `stream-dedup run`: /metrics, /healthz and /readyz (`health.py`)."""
+
+    port: int = 9108  # 0: no HTTP server
+    address: str = "127.0.0.1"  # 0.0.0.0 to be scraped from elsewhere (the container image does)
+    dedup_window_s: float = 300.0  # the sliding window of stream_dedup_dedup_ratio
+
+
+@dataclass(frozen=True, slots=True)
 class KafkaSettings:
     """The streaming service (`stream-dedup run`): where it reads, where it writes, how it waits.
 
@@ -151,6 +162,7 @@ class Settings:
     state: StateSettings = field(default_factory=StateSettings)
     engine: EngineSettings = field(default_factory=EngineSettings)
     kafka: KafkaSettings = field(default_factory=KafkaSettings)
+    metrics: MetricsSettings = field(default_factory=MetricsSettings)
 
 
 def _type_name(tp: Any) -> str:
@@ -262,6 +274,8 @@ def _check(s: Settings) -> None:
     need(s.input.max_bytes >= 1, "input.max_bytes", "out of range", ">= 1")
     need(s.input.max_chars >= 1, "input.max_chars", "out of range", ">= 1")
     _check_kafka(s.kafka, need)
+    need(0 <= s.metrics.port <= 65535, "metrics.port", "out of range", "0..65535")
+    need(s.metrics.dedup_window_s > 0, "metrics.dedup_window_s", "out of range", "> 0")
 
 
 def _check_kafka(k: KafkaSettings, need: Any) -> None:

@@ -37,6 +37,7 @@ from .index.tables import remove_entries
 from .normalize import Normalizer
 from .records import Decision, Message, Verdict
 from .state.store import KVStore, WriteSet
+from .strategies import make_strategy
 from .verify import bigrams, verify
 
 FORMAT_VERSION = 1
@@ -78,6 +79,7 @@ class Engine:
         self.store = store
         self.stats = EngineStats()
         self._normalizer = Normalizer(settings.normalize)
+        self._strategy = make_strategy(settings.fingerprint)
         self._layout = make_layout(
             settings.index.layout, settings.index.max_distance, settings.index.blocks
         )
@@ -224,10 +226,10 @@ class Engine:
         t0 = clock()
         s = self.settings
         fsets = s.fingerprint
-        batch = fpr.Batch.of([p.text for p in near])
-        fps = fpr.simhash(batch, fsets.ngram)
+        texts = [p.text for p in near]
+        fps, owner = self._strategy(texts)
         anchors = (
-            fpr.anchors(batch, fsets.anchor_ngram, fsets.anchor_window)
+            fpr.anchors(fpr.Batch.of(texts), fsets.anchor_ngram, fsets.anchor_window)
             if s.index.anchors else [np.zeros(0, np.uint64)] * len(near)
         )
         t1 = clock()
@@ -235,16 +237,22 @@ class Engine:
         probe = BatchProbe(self.store, self._layout, s.index.anchor_postings,
                            s.index.anchors_stored)
         seqs = np.fromiter((p.seq for p in near), dtype=np.uint64, count=len(near))
-        found = probe.run(fps, seqs, anchors, s.index.candidate_distance, s.index.max_candidates)
+        first_row = np.searchsorted(owner, np.arange(len(near)))
+        row_anchors = [np.zeros(0, np.uint64)] * len(owner)
+        for i, row in enumerate(first_row.tolist()):  # a message's anchors go with its first row
+            row_anchors[row] = anchors[i]
+        found = probe.run(fps, seqs[owner], row_anchors, s.index.candidate_distance,
+                          s.index.max_candidates)
         self.stats.candidates += found.considered
         in_batch: dict[int, _Pending] = {}
-        for p, fp in zip(near, fps.tolist(), strict=True):
+        for p, fp in zip(near, fps[first_row].tolist(), strict=True):
             p.fp = fp
             p.indexed = True
             in_batch[p.seq] = p
         t2 = clock()
         seconds["index"] += t2 - t1
-        self._decide(near, [found.by_message.get(i, []) for i in range(len(near))], in_batch)
+        self._decide(near, _per_message(found.by_message, owner, seqs, s.index.max_candidates),
+                     in_batch)
         seconds["verify"] += clock() - t2
         return probe
 
@@ -353,12 +361,12 @@ class Engine:
         writes = WriteSet()
         indexed = [d for d in docs if d.indexed]
         if indexed:
-            fps = np.array([d.fp for d in indexed], dtype=np.uint64)
+            texts = [d.text for d in indexed]
+            fps, owner = self._strategy(texts)
             f = self.settings.fingerprint
-            anchors = fpr.anchors(fpr.Batch.of([d.text for d in indexed]), f.anchor_ngram,
-                                  f.anchor_window)
+            anchors = fpr.anchors(fpr.Batch.of(texts), f.anchor_ngram, f.anchor_window)
             remove_entries(self.store, self._layout, fps,
-                           np.array([d.seq for d in indexed], dtype=np.uint64),
+                           np.array([d.seq for d in indexed], dtype=np.uint64)[owner],
                            [self._posted(a) for a in anchors], writes)
         hashes = [exact_key(d.text_hash) for d in docs]
         for d, key, value in zip(docs, hashes, self.store.get_many("exact", hashes), strict=True):
@@ -370,6 +378,28 @@ class Engine:
         writes.delete_range("ttl", b"", expired[-1] + b"\x00")
         self.store.write(writes)
         self.stats.expired += len(docs)
+
+
+def _per_message(by_row: dict[int, list[tuple[int, int, int]]], owner: np.ndarray,
+                 seqs: np.ndarray, limit: int) -> list[list[tuple[int, int, int]]]:
+    """Candidates of each message from those of its fingerprint rows: the message itself left
+    out, each candidate once with its best (most shared anchors, then nearest) row."""
+    merged: list[dict[int, tuple[int, int, int]]] = [{} for _ in range(len(seqs))]
+    for row, cands in by_row.items():
+        i = int(owner[row])
+        own = int(seqs[i])
+        for cand in cands:
+            if cand[0] == own:
+                continue
+            best = merged[i].get(cand[0])
+            if best is None or _rank_key(cand) < _rank_key(best):
+                merged[i][cand[0]] = cand
+    return [sorted(m.values(), key=_rank_key)[:limit] for m in merged]
+
+
+def _rank_key(cand: tuple[int, int, int]) -> tuple[int, int]:
+    _seq, dist, shared = cand
+    return -shared, dist if dist >= 0 else 255
 
 
 def _replayed(first: Verdict) -> Verdict:

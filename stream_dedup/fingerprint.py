@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -55,6 +56,32 @@ class Batch:
     @property
     def lengths(self) -> np.ndarray:
         return np.diff(self.offsets)
+
+
+class Strategy(Protocol):
+    """How a batch of messages is fingerprinted for the block tables (`fingerprint.strategy`).
+
+    Returns (fingerprints, owner): one or more 64-bit fingerprints per normalized text (a
+    strategy that fingerprints paragraphs gives several), and for each the index of its text in
+    the batch, non-decreasing. The result must depend on each text alone: expiry recomputes it
+    from the stored normalized text to find the entries to remove.
+    """
+
+    name: str
+
+    def __call__(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CharSimhash:
+    """The default: Simhash over character n-grams of the normalized text, one per message.
+    Character unigrams move least under typos on short texts (see the module docstring)."""
+
+    ngram: int = 1
+    name: str = "char-simhash"
+
+    def __call__(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        return simhash(Batch.of(texts), self.ngram), np.arange(len(texts))
 
 
 def ngram_hashes(batch: Batch, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -58,14 +58,13 @@ class ServiceMetrics:
     """
 
     def __init__(self, registry: CollectorRegistry, settings: Settings,
-                 topics: Sequence[str] = (), dedup_window_s: float = 300.0,
-                 state_every_s: float = 15.0, process_metrics: bool = True,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 topics: Sequence[str] = (), state_every_s: float = 15.0,
+                 process_metrics: bool = True, clock: Callable[[], float] = time.monotonic) -> None:
         self.registry = registry
         self._clock = clock
         self._state_every_s = state_every_s
         self._state_at = float("-inf")
-        self._dedup_window_s = dedup_window_s
+        self._dedup_window_s = settings.metrics.dedup_window_s
         self._window: deque[tuple[float, int, int]] = deque()  # (time, decided, duplicates)
         self._window_sums = [0, 0]
         self._seen_stage_s = dict.fromkeys(STAGES, 0.0)
@@ -74,7 +73,7 @@ class ServiceMetrics:
         self._entries: int | None = None
         self._lag_owned: set[tuple[str, int]] = set()
         self._textfile_at = float("-inf")
-        self._define(registry, dedup_window_s)
+        self._define(registry, self._dedup_window_s)
         for topic in topics:
             self.messages_in.labels(topic)
         self.index_design_entries.set(settings.exact.expected_rate_per_s * settings.window.seconds)

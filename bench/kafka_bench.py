@@ -1,0 +1,277 @@
+"""End-to-end benchmark of the streaming service on a real local broker, with Quix Streams'
+exact-dedup recipe as the anchor. Prints figures; it is not a timed test.
+
+    python bench/kafka_bench.py [--bootstrap 127.0.0.1:9092] [--input FILE] [--rate 2000]
+                                [--seconds 12] [--profile] [--no-quix]
+
+1. Sustained throughput: the whole stream is in a 6-partition topic first; the service (in this
+   process) decides it from the first poll to the last commit. `--profile` runs this phase under
+   cProfile and prints where the time goes, by package and by function.
+2. Latency at a fixed offered rate: `stream-dedup produce --rate R` and `stream-dedup run` as
+   two processes; this process reads the output, duplicates and dead-letter topics and takes
+   (arrival here - input record timestamp) for every record: p50, p99, max.
+3. Anchor: Quix Streams (state with a TTL, from its "State TTL" cookbook: group_by the text so the
+   state is scoped by it, then a stateful filter that drops a text seen within the TTL) on the
+   same input topic: msgs/s from its first to its last record.
+Without --bootstrap a broker is started with deploy/kafka.sh on port 39092 and stopped after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import dataclasses
+import gzip
+import json
+import os
+import pstats
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import defaultdict
+from contextlib import ExitStack
+from pathlib import Path
+
+from kafka import KafkaConsumer, TopicPartition
+
+from stream_dedup.config import KafkaSettings, Settings
+from stream_dedup.engine import Engine
+from stream_dedup.kafka.broker import LocalBroker
+from stream_dedup.kafka.demo import default_input, service_env
+from stream_dedup.kafka.produce import new_producer, send_lines
+from stream_dedup.kafka.retry import Backoff, Shutdown
+from stream_dedup.kafka.run import quiet_kafka_logs
+from stream_dedup.kafka.service import Service
+from stream_dedup.kafka.sink import KafkaSink
+from stream_dedup.kafka.source import KafkaSource
+from stream_dedup.kafka.topics import configured_topics, create_topics, group_lag
+from stream_dedup.state import open_store
+
+TTL_S = 24 * 3600
+
+
+def topic_settings(bootstrap: str, name: str) -> KafkaSettings:
+    return KafkaSettings(bootstrap_servers=bootstrap, input_topics=(f"{name}-input",),
+                         output_topic=f"{name}-unique", duplicates_topic=f"{name}-duplicates",
+                         dead_letter_topic=f"{name}-dead", group_id=f"{name}-group")
+
+
+def load(path: Path) -> list[bytes]:
+    with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as f:
+        return [line.rstrip(b"\n") for line in f if line.strip()]
+
+
+def preload(k: KafkaSettings, lines: list[bytes]) -> None:
+    producer = new_producer(k.bootstrap_servers)
+    try:
+        send_lines(producer, k.input_topics[0], lines, "id")
+    finally:
+        producer.close()
+
+
+class Timed:
+    """The source, noting the first poll that returned records and the last commit."""
+
+    def __init__(self, source: KafkaSource) -> None:
+        self.source = source
+        self.first: float | None = None
+        self.last = 0.0
+
+    def poll(self):  # -> list[InputRecord]
+        records = self.source.poll()
+        if records and self.first is None:
+            self.first = time.perf_counter()
+        return records
+
+    def commit(self, offsets: dict[tuple[str, int], int]) -> bool:
+        ok = self.source.commit(offsets)
+        self.last = time.perf_counter()
+        return ok
+
+    def topics(self) -> set[str]:
+        return self.source.topics()
+
+    def close(self) -> None:
+        self.source.close()
+
+
+def throughput(settings: Settings, lines: list[bytes], profile: bool) -> dict[str, float]:
+    """Phase 1: the preloaded stream through the in-process service."""
+    k = settings.kafka
+    shutdown = Shutdown(k.shutdown_timeout_s)
+    backoff = Backoff(k.retry_backoff_s, k.retry_backoff_max_s, shutdown.expired)
+    state = tempfile.mkdtemp(prefix="kafka-bench-state-")
+    engine = Engine(settings, open_store("rocksdb", state))
+    source = Timed(KafkaSource(k, backoff))
+    service = Service(settings, engine, source, KafkaSink(k, backoff), shutdown)
+
+    def watch() -> None:
+        while group_lag(k.bootstrap_servers, k.group_id, k.input_topics) > 0:
+            time.sleep(0.2)
+        shutdown.request()
+
+    threading.Thread(target=watch, daemon=True).start()
+    profiler = cProfile.Profile() if profile else None
+    if profiler:
+        profiler.enable()
+    stats = service.run()
+    if profiler:
+        profiler.disable()
+        print_profile(profiler)
+    elapsed = source.last - (source.first or source.last)
+    busy = sum(stats.seconds.values())
+    print(f"\n[1] sustained: {stats.records:,} records in {elapsed:.2f} s from first poll to last "
+          f"commit = {stats.records / elapsed:,.0f} msgs/s")
+    print("    time by loop step: " + ", ".join(
+        f"{name} {sec:.2f} s ({sec / busy:.0%}, {stats.records / max(sec, 1e-9):,.0f} msgs/s)"
+        for name, sec in stats.seconds.items()))
+    return {"msgs_per_s": stats.records / elapsed, **{f"{n}_s": v for n, v in
+                                                      stats.seconds.items()}}
+
+
+def print_profile(profiler: cProfile.Profile) -> None:
+    """Own time by package, then the costliest functions."""
+    st = pstats.Stats(profiler)
+    by_package: dict[str, float] = defaultdict(float)
+    for (filename, _, _), (_, _, tottime, _, _) in st.stats.items():  # type: ignore[attr-defined]
+        parts = Path(filename).parts
+        name = next((p for p in ("stream_dedup", "kafka", "rocksdict", "numpy", "opencc",
+                                 "selectors", "threading", "json") if p in parts
+                     or filename.endswith(f"{p}.py")), "other (builtins, C calls)")
+        by_package[name] += tottime
+    total = sum(by_package.values())
+    print("\nprofile of phase 1 (own time by package; the kafka I/O thread runs beside it):")
+    for name, sec in sorted(by_package.items(), key=lambda kv: -kv[1]):
+        print(f"    {name:<28}{sec:6.2f} s  {sec / total:5.1%}")
+    st.sort_stats("tottime").print_stats(15)
+
+
+def latency(settings: Settings, lines: list[bytes], rate: float, seconds: float
+            ) -> dict[str, float]:
+    """Phase 2: produce at `rate` into the service (a subprocess); read every output here."""
+    k = settings.kafka
+    n = min(len(lines), int(rate * seconds))
+    work = Path(tempfile.mkdtemp(prefix="kafka-bench-latency-"))
+    (work / "lines.jsonl").write_bytes(b"\n".join(lines[:n]) + b"\n")
+    log = work / "service.log"
+    with open(log, "wb") as out:
+        service = subprocess.Popen([sys.executable, "-m", "stream_dedup.cli", "run"],
+                                   env=service_env(k, work / "state"), stdout=out, stderr=out)
+    try:
+        deadline = time.monotonic() + 60
+        while "partitions assigned" not in log.read_text(errors="replace"):
+            assert service.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        reader = KafkaConsumer(bootstrap_servers=k.bootstrap_servers, group_id=None,
+                               fetch_max_wait_ms=5, enable_auto_commit=False)
+        tps = [TopicPartition(t, p) for t in configured_topics(k)[1:]
+               for p in reader.partitions_for_topic(t)]
+        reader.assign(tps)
+        reader.seek_to_beginning(*tps)
+        feeder = subprocess.Popen([sys.executable, "-m", "stream_dedup.cli", "produce",
+                                   str(work / "lines.jsonl"), "--topic", k.input_topics[0],
+                                   "--rate", str(rate), "--bootstrap", k.bootstrap_servers],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        lat: list[float] = []
+        deadline = time.monotonic() + seconds + 60
+        first = last = 0.0
+        while len(lat) < n and time.monotonic() < deadline:
+            for batch in reader.poll(timeout_ms=50).values():
+                now_ms = time.time() * 1000
+                lat.extend(now_ms - r.timestamp for r in batch)
+                last = time.perf_counter()
+                first = first or last
+        feeder.wait(30)
+        reader.close()
+    finally:
+        service.send_signal(signal.SIGTERM)
+        service.wait(60)
+    lat.sort()
+    warm = lat  # every record counts, the first ones included
+    pick = lambda q: warm[min(int(q * len(warm)), len(warm) - 1)]  # noqa: E731
+    got = len(lat)
+    print(f"\n[2] latency at an offered {rate:,.0f} msgs/s: {got:,}/{n:,} records out in "
+          f"{last - first:.1f} s ({got / max(last - first, 1e-9):,.0f} msgs/s); input "
+          f"timestamp to output: p50 {pick(0.50):.0f} ms, p99 {pick(0.99):.0f} ms, "
+          f"max {warm[-1]:.0f} ms")
+    return {"offered": rate, "received": got, "p50_ms": pick(0.5), "p99_ms": pick(0.99),
+            "max_ms": warm[-1]}
+
+
+def quix(k: KafkaSettings, total: int) -> dict[str, float]:
+    """Phase 3: Quix Streams' TTL dedup recipe on the same input topic."""
+    from datetime import timedelta
+
+    from quixstreams import Application
+
+    ttl = timedelta(seconds=TTL_S)
+    app = Application(broker_address=k.bootstrap_servers,
+                      consumer_group=f"quix-{uuid.uuid4().hex[:8]}", auto_offset_reset="earliest",
+                      state_dir=tempfile.mkdtemp(prefix="kafka-bench-quix-"), loglevel="WARNING")
+    marks = {"seen": 0, "kept": 0, "first": 0.0, "last": 0.0}
+
+    def dedup(value, key, timestamp, headers, state) -> bool:
+        marks["seen"] += 1
+        marks["first"] = marks["first"] or time.perf_counter()
+        if marks["seen"] >= total:
+            marks["last"] = time.perf_counter()
+            app.stop()
+        if state.get("seen"):
+            return False  # the same text within the TTL: drop
+        state.set("seen", True, ttl=ttl)
+        marks["kept"] += 1
+        return True
+
+    sdf = app.dataframe(app.topic(k.input_topics[0], value_deserializer="json"))
+    sdf = sdf.group_by(lambda value: value["text"], name="by_text")
+    sdf = sdf.filter(dedup, stateful=True, metadata=True)
+    sdf.to_topic(app.topic(f"{k.input_topics[0]}-quix-out", value_serializer="json"))
+    app.run()
+    elapsed = marks["last"] - marks["first"]
+    print(f"\n[3] Quix Streams exact dedup (group_by text + stateful filter, TTL {TTL_S} s): "
+          f"{marks['seen']:,} records, {marks['kept']:,} kept, in {elapsed:.2f} s = "
+          f"{marks['seen'] / max(elapsed, 1e-9):,.0f} msgs/s")
+    return {"msgs_per_s": marks["seen"] / max(elapsed, 1e-9), "kept": marks["kept"]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--bootstrap", default=os.environ.get("STREAM_DEDUP_KAFKA_BOOTSTRAP"))
+    p.add_argument("--input", type=Path, default=default_input())
+    p.add_argument("--rate", type=float, default=2000.0, help="offered rate of phase 2")
+    p.add_argument("--seconds", type=float, default=12.0, help="length of phase 2")
+    p.add_argument("--profile", action="store_true", help="cProfile phase 1")
+    p.add_argument("--no-quix", action="store_true", help="skip the Quix Streams anchor")
+    args = p.parse_args(argv)
+    import logging
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    quiet_kafka_logs()
+    lines = load(args.input)
+    print(f"stream: {args.input.name}, {len(lines):,} records; {os.cpu_count()} cores shared by "
+          "the broker, the service and the clients")
+    with ExitStack() as stack:
+        bootstrap = args.bootstrap or stack.enter_context(LocalBroker(39092)).bootstrap
+        tag = uuid.uuid4().hex[:6]
+        k1 = dataclasses.replace(topic_settings(bootstrap, f"bench-{tag}-a"), partitions=6)
+        create_topics(k1)
+        preload(k1, lines)
+        results = {"throughput": throughput(Settings(kafka=k1), lines, args.profile)}
+        k2 = topic_settings(bootstrap, f"bench-{tag}-b")
+        create_topics(k2, partitions=6)
+        results["latency"] = latency(Settings(kafka=k2), lines, args.rate, args.seconds)
+        if not args.no_quix:
+            results["quix"] = quix(k1, len(lines))
+            print(f"\nside by side: stream-dedup {results['throughput']['msgs_per_s']:,.0f} "
+                  f"msgs/s (near + exact dedup) vs Quix Streams "
+                  f"{results['quix']['msgs_per_s']:,.0f} msgs/s (exact dedup of raw text)")
+    print(json.dumps({k: {n: round(v, 2) for n, v in r.items()} for k, r in results.items()}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
