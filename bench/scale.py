@@ -18,6 +18,7 @@ import time
 
 import numpy as np
 
+from stream_dedup.config import Settings
 from stream_dedup.index.layout import make_layout
 from stream_dedup.index.probe import BatchProbe
 from stream_dedup.index.tables import ENTRY, bucket_key
@@ -45,8 +46,9 @@ def fill(store, layout, fps: np.ndarray, seqs: np.ndarray, chunk: int = 2_000_00
 
 
 def query(store, layout, fps: np.ndarray, batch: int = 1000) -> tuple[float, float]:
-    """Seconds per query and candidates per query, through the engine's batch probe (its
-    staged inserts are dropped, so the state does not change)."""
+    """Seconds per query and bucket entries compared per query, through the engine's batch probe
+    with the default settings (its staged inserts are dropped: the state does not change)."""
+    index = Settings().index
     candidates = 0
     no_anchors = [np.zeros(0, np.uint64)] * batch
     began = time.perf_counter()
@@ -54,8 +56,9 @@ def query(store, layout, fps: np.ndarray, batch: int = 1000) -> tuple[float, flo
         part = fps[start : start + batch]
         probe = BatchProbe(store, layout, postings=1, stored=0)
         seqs = np.arange(2**39, 2**39 + len(part), dtype=np.uint64)
-        found = probe.run(part, seqs, no_anchors[: len(part)], 64, 2**20)
-        candidates += found.considered
+        found = probe.run(part, seqs, no_anchors[: len(part)], index.candidate_distance,
+                          index.max_candidates)
+        candidates += found.compared
     return (time.perf_counter() - began) / len(fps), candidates / len(fps)
 
 

@@ -32,7 +32,8 @@ class Candidates:
     Messages without candidates are absent from `by_message`."""
 
     by_message: dict[int, list[tuple[int, int, int]]]
-    considered: int
+    considered: int  # (message, candidate) pairs that qualified, before the cut to the best
+    compared: int  # bucket entries Hamming-compared
 
 
 def _ragged(lengths: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -84,10 +85,12 @@ class BatchProbe:
         """Candidates of every message; the batch's own entries are staged for `stage`."""
         n = len(fps)
         if not n:
-            return Candidates({}, 0)
-        keys_b, dist_b = self._buckets(fps, seqs, candidate_distance)
+            return Candidates({}, 0, 0)
+        keys_b, dist_b, compared = self._buckets(fps, seqs, candidate_distance)
         keys_a, shared_a, anchor_counts = self._anchors(anchors, seqs)
-        return self._rank(n, keys_b, dist_b, keys_a, shared_a, anchor_counts, max_candidates)
+        by_message, considered = self._rank(n, keys_b, dist_b, keys_a, shared_a, anchor_counts,
+                                            max_candidates)
+        return Candidates(by_message, considered, compared)
 
     def stage(self, writes: WriteSet) -> None:
         writes.ops.extend(self._puts)
@@ -96,9 +99,10 @@ class BatchProbe:
     # -- block tables ---------------------------------------------------------------------
 
     def _buckets(self, fps: np.ndarray, seqs: np.ndarray,
-                 candidate_distance: int) -> tuple[np.ndarray, np.ndarray]:
+                 candidate_distance: int) -> tuple[np.ndarray, np.ndarray, int]:
         table_keys = self._layout.keys(fps)
         found_keys, found_dist = [], []
+        compared = 0
         for t, column in enumerate(table_keys):
             uniq, inverse = np.unique(column, return_inverse=True)
             names = bucket_keys(t, uniq)
@@ -114,11 +118,12 @@ class BatchProbe:
             cand_fp = np.concatenate([entries["fp"], fps[earlier]])
             cand_seq = np.concatenate([entries["seq"], seqs[earlier]])
             dist = np.bitwise_count(cand_fp ^ fps[owner])
+            compared += len(dist)
             close = dist <= candidate_distance
             found_keys.append((owner[close].astype(_U64) << _U64(_SEQ_BITS)) | cand_seq[close])
             found_dist.append(dist[close].astype(np.int64))
             self._stage_buckets(names, values, inverse, fps, seqs)
-        return np.concatenate(found_keys), np.concatenate(found_dist)
+        return np.concatenate(found_keys), np.concatenate(found_dist), compared
 
     def _stage_buckets(self, names: list[bytes], values: list[bytes], inverse: np.ndarray,
                        fps: np.ndarray, seqs: np.ndarray) -> None:
@@ -176,7 +181,7 @@ class BatchProbe:
 
     def _rank(self, n: int, keys_b: np.ndarray, dist_b: np.ndarray, keys_a: np.ndarray,
               shared_a: np.ndarray, anchor_counts: np.ndarray,
-              max_candidates: int) -> Candidates:
+              max_candidates: int) -> tuple[dict[int, list[tuple[int, int, int]]], int]:
         """Bucket entries within the distance qualify; anchor-only ones when they share a fifth
         of the message's anchors (at least one: a short stored text may have only one)."""
         keys_b, first = np.unique(keys_b, return_index=True)
@@ -199,5 +204,5 @@ class BatchProbe:
         for o, k, d, s in zip(owner[top].tolist(), (keys[top] & _SEQ_MASK).tolist(),
                               dist[top].tolist(), shared[top].tolist(), strict=True):
             by_message.setdefault(o, []).append((k, d, s))
-        return Candidates(by_message, len(keys))
+        return by_message, len(keys)
 
