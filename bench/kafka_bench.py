@@ -190,16 +190,18 @@ def latency(settings: Settings, lines: list[bytes], rate: float, seconds: float
     finally:
         service.send_signal(signal.SIGTERM)
         service.wait(60)
-    lat.sort()
-    warm = lat  # every record counts, the first ones included
-    pick = lambda q: warm[min(int(q * len(warm)), len(warm) - 1)]  # noqa: E731
+    lat.sort()  # every record counts, the first ones after the service started included
     got = len(lat)
+
+    def pick(q: float) -> float:
+        return lat[min(int(q * got), got - 1)]
+
     print(f"\n[2] latency at an offered {rate:,.0f} msgs/s: {got:,}/{n:,} records out in "
           f"{last - first:.1f} s ({got / max(last - first, 1e-9):,.0f} msgs/s); input "
           f"timestamp to output: p50 {pick(0.50):.0f} ms, p99 {pick(0.99):.0f} ms, "
-          f"max {warm[-1]:.0f} ms")
+          f"max {lat[-1]:.0f} ms")
     return {"offered": rate, "received": got, "p50_ms": pick(0.5), "p99_ms": pick(0.99),
-            "max_ms": warm[-1]}
+            "max_ms": lat[-1]}
 
 
 def quix(k: KafkaSettings, total: int) -> dict[str, float]:

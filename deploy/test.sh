@@ -6,7 +6,7 @@
 #   3. Kafka broker jars (deploy/kafka/pom.xml via maven, cached in deploy/kafka/.m2/)
 #   4. a fresh real Kafka broker on 127.0.0.1:$TEST_KAFKA_PORT (default 19092, so a developer's
 #      broker on 9092 is left alone), stopped again on exit whatever happens
-#   5. ruff check stream_dedup tests
+#   5. ruff check stream_dedup tests bench
 #   6. python -m pytest (all tests; "no tests collected" counts as a failure)
 # Exit status: pytest's, or 1 when ruff or a setup step failed.
 #
@@ -122,9 +122,9 @@ BROKER_STARTED=1
 bash deploy/kafka.sh start || fail "starting the Kafka broker"
 
 # ---------------------------------------------------------------------------------------------
-section "ruff check stream_dedup tests"
+section "ruff check stream_dedup tests bench"
 ruff_rc=0
-"$PYTHON" -m ruff check stream_dedup tests || ruff_rc=$?
+"$PYTHON" -m ruff check stream_dedup tests bench || ruff_rc=$?
 ((ruff_rc == 0)) && echo "ruff: clean"
 
 # ---------------------------------------------------------------------------------------------

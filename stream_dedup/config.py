@@ -75,14 +75,27 @@ class IndexSettings:
 
 @dataclass(frozen=True, slots=True)
 class VerifySettings:
-    """The second measure on stored features, and the guards against hard negatives."""
+    """The second measure on stored features, and which meaning changes make a pair related."""
 
     min_jaccard: float = 0.6  # character-bigram Jaccard that makes a near duplicate
     min_containment: float = 0.8  # share of the shorter text's bigrams found in the longer
     max_length_ratio: float = 3.0  # containment counts only when lengths are this close
     min_chars: int = 4  # shorter normalized texts match only exactly
-    guard_numbers: bool = True  # a number changed in place: not a duplicate
-    guard_negation: bool = True  # a negation added or removed inside the text: not a duplicate
+    # Meaning changes that make a near match only *related* (the message goes out as unique):
+    related_number: bool = True  # a number changed
+    related_date: bool = True  # a date, time or weekday changed
+    related_entity: bool = True  # a person, place or organisation replaced
+    related_negation: bool = True  # a negation added or removed
+    related_antonym: bool = True  # a word replaced by its antonym
+    related_swap: bool = True  # two words traded places ("A beat B" / "B beat A")
+
+    @property
+    def meaning_classes(self) -> frozenset[str]:
+        """The enabled classes of meaning change (meaning.MEANING_CLASSES names)."""
+        return frozenset(
+            name for name in ("number", "date", "entity", "negation", "antonym", "swap")
+            if getattr(self, f"related_{name}")
+        )
 
 
 @dataclass(frozen=True, slots=True)

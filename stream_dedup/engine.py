@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import fingerprint as fpr
+from . import meaning
 from .config import Settings
 from .docs import Doc, seq_key, ttl_key
 from .exact import ExactMatch, ExactStage, exact_key, exact_value, text_hash
@@ -80,6 +81,8 @@ class Engine:
         self.stats = EngineStats()
         self._normalizer = Normalizer(settings.normalize)
         self._strategy = make_strategy(settings.fingerprint)
+        if settings.verify.meaning_classes:
+            meaning.warm_up()
         self._layout = make_layout(
             settings.index.layout, settings.index.max_distance, settings.index.blocks
         )
@@ -301,7 +304,7 @@ class Engine:
                 if refused is not None:
                     refused_id, guard, distance, sim = refused
                     p.verdict = Verdict(
-                        p.msg.id, Decision.UNIQUE, f"unique: {guard} guard refused a near match",
+                        p.msg.id, Decision.UNIQUE, f"related: {guard.replace(',', ', ')}",
                         matched_id=refused_id, distance=distance, similarity=round(sim, 4),
                         guard=guard,
                     )

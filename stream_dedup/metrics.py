@@ -20,7 +20,6 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Gauge, Histogram, Info, write_to_textfile
 from prometheus_client import Counter as PromCounter
@@ -28,12 +27,9 @@ from prometheus_client.process_collector import ProcessCollector
 
 from . import __version__
 from .config import Settings
-from .engine import STAGES
+from .engine import STAGES, Engine
+from .health import MetricsServer, ReadyCheck, serve
 from .records import Verdict
-
-if TYPE_CHECKING:
-    from .engine import Engine
-    from .health import MetricsServer, ReadyCheck
 
 VERDICTS = ("unique", "exact", "near", "dead_letter")
 ERROR_KINDS = ("produce", "commit", "broker")
@@ -188,8 +184,6 @@ class ServiceMetrics:
     def serve(self, port: int, address: str = "0.0.0.0",
               ready_check: ReadyCheck | None = None) -> MetricsServer:
         """`/metrics`, `/healthz` and `/readyz` on one port, from a daemon thread."""
-        from .health import serve
-
         return serve(self.registry, port, address, ready_check)
 
     def write_textfile(self, path: str | Path, every_s: float = 0.0) -> bool:

@@ -36,7 +36,9 @@ class Verdict:
     """A decision with its reason.
 
     `matched_id` names the earlier message the decision refers to: the duplicate's original, or
-    for a unique message the near candidate a guard refused (then `guard` names the guard).
+    for a unique message the *related* message, a near match whose text differs by a meaning
+    change (then `guard` names the classes of change, comma-separated: number, date, entity,
+    negation, antonym, swap).
     `distance` is the Simhash Hamming distance and `similarity` the verifying measure, when a
     candidate was compared. `replayed` is true when the id was seen before and the stored first
     verdict was returned.

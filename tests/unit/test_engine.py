@@ -35,7 +35,7 @@ def test_guards_keep_hard_negatives() -> None:
                      "房间住了5晚一共花了900元服务还行就是早餐一般般吧",
                      "这款手机拍照效果好电池也耐用",
                      "这款手机拍照效果不好电池也耐用"])
-    assert v[1].decision is Decision.UNIQUE and v[1].guard == "numbers"
+    assert v[1].decision is Decision.UNIQUE and v[1].guard == "number"
     assert v[3].decision is Decision.UNIQUE and v[3].guard == "negation"
 
 

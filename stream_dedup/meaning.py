@@ -1,0 +1,254 @@
+"""What differs between two near-identical texts, and whether it changes what they say.
+
+Reprints differ by decoration (removed by normalization), script, typos, material added or cut
+(a lead-in, a wrapper, a dropped sentence, a truncation) and clauses in another order. Different
+news differs by a number, a date, a name, a negation, an antonym, or two words that trade places.
+n-gram similarity cannot tell these apart (a changed number is one bigram), so the two normalized
+texts are aligned and every span that differs is classified, in this order:
+
+1. spans that move: the same text deleted in one place and inserted in another is a `reorder`
+   of clauses; two short words that trade places are a `swap` ("A beat B" / "B beat A");
+2. material added or cut at either edge, or a long span inside (a dropped sentence): `material`;
+3. a word replaced by its antonym (`antonym`, from a small general lexicon in
+   data/antonyms.txt), checked first because some antonyms sound alike (买/卖);
+4. typo-like: the same pronunciation (pypinyin, toneless: input-method typos), or a word of the
+   earlier text broken with no dictionary word in its place (jieba's dictionary): `typo`;
+5. meaning changes: digits or numeral words (`number`, or `date` with a date unit or a time
+   word), a negation inserted or removed (`negation`), a person, place or organisation name
+   replaced (`entity`, jieba's dictionary tags nr/ns/nt/nz);
+6. anything else short is a `typo`, longer an `edit`.
+
+Words are found with jieba's dictionary (the longest dictionary word covering a position), not
+by running the segmenter: this runs only on candidate pairs, and must stay cheap.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+from functools import cache
+from pathlib import Path
+
+MEANING_CLASSES = ("number", "date", "entity", "negation", "antonym", "swap")
+
+_NUMERALS = frozenset("0123456789零〇一二三四五六七八九十百千万亿两")
+_DATE_UNITS = frozenset("年月日号时点分秒周")
+_WEEKDAY = re.compile(r"(?:星期|礼拜|周)[一二三四五六日天]")
+_NEGATIONS = frozenset("不没無无非未别莫勿否")
+# Negators that stand alone before a verb or adjective in modern Chinese; the others (无, 非, 莫,
+# 勿, 否) negate inside dictionary words (无法, 非法) and are typo-prone on their own.
+_LONE_NEGATORS = frozenset("不没未别")
+# Words that begin with a negation character without negating anything.
+_NOT_NEGATING = frozenset(
+    [
+        "非常", "无论", "不论", "不管", "不过", "不仅", "不但", "无非",
+        "未来", "未免", "不得不", "莫非", "无数", "非凡", "不停", "不断",
+    ]
+)
+_ENTITY_TAGS = frozenset({"nr", "nrt", "nrfg", "ns", "nt", "nz"})
+_MOVED_MIN = 4  # characters: shorter moved spans are words trading places, longer are clauses
+_MATERIAL_MIN = 5  # characters: a longer span added or cut inside the text is material
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """One differing span: `a[i1:i2]` in the first text became `b[j1:j2]` in the second."""
+
+    op: str  # replace, insert, delete
+    i1: int
+    i2: int
+    j1: int
+    j2: int
+    kind: str  # a class of MEANING_CLASSES, or material, reorder, typo, script, edit
+
+    @property
+    def changes_meaning(self) -> bool:
+        return self.kind in MEANING_CLASSES
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """Length of the common prefix, by bisection on slice comparisons (C speed)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def opcodes(a: str, b: str) -> list[tuple[str, int, int, int, int]]:
+    """difflib's opcodes for a -> b, with the common prefix and suffix aligned first so the
+    quadratic matcher only sees the part that differs."""
+    p = _common_prefix(a, b)
+    q = _common_prefix(a[p:][::-1], b[p:][::-1])
+    inner = SequenceMatcher(None, a[p : len(a) - q], b[p : len(b) - q], autojunk=False)
+    ops = [(tag, i1 + p, i2 + p, j1 + p, j2 + p) for tag, i1, i2, j1, j2 in inner.get_opcodes()]
+    if p:
+        ops.insert(0, ("equal", 0, p, 0, p))
+    if q:
+        ops.append(("equal", len(a) - q, len(a), len(b) - q, len(b)))
+    return ops
+
+
+class _Lexicon:
+    """jieba's dictionary (frequencies and tags), pypinyin, and the antonym pairs, loaded once."""
+
+    def __init__(self) -> None:
+        import jieba
+        import jieba.posseg
+        from pypinyin import lazy_pinyin
+
+        jieba.setLogLevel(60)
+        jieba.initialize()
+        self.freq = jieba.dt.FREQ
+        self.tags = jieba.posseg.dt.word_tag_tab
+        self._lazy_pinyin = lazy_pinyin
+        self.antonyms: set[tuple[str, str]] = set()
+        text = (Path(__file__).parent / "data" / "antonyms.txt").read_text(encoding="utf-8")
+        for line in text.splitlines():
+            words = line.split("#", 1)[0].split()
+            if len(words) == 2:
+                self.antonyms |= {(words[0], words[1]), (words[1], words[0])}
+
+    def pinyin(self, text: str) -> tuple[str, ...]:
+        """Toneless pinyin, a syllable a character (cached per character)."""
+        return tuple(self._syllable(ch) for ch in text)
+
+    @cache  # noqa: B019 - one lexicon per process, never released
+    def _syllable(self, ch: str) -> str:
+        return self._lazy_pinyin(ch)[0]
+
+    def is_word(self, text: str) -> bool:
+        return self.freq.get(text, 0) > 0
+
+    def word_at(self, text: str, start: int, end: int) -> str:
+        """The longest dictionary word covering text[start:end] (at most 4 characters beyond
+        it on either side); the span itself when none does."""
+        best = text[start:end]
+        for s in range(max(0, start - 3), start + 1):
+            for e in range(min(len(text), end + 3), end - 1, -1):
+                if e - s > len(best) and self.is_word(text[s:e]):
+                    best = text[s:e]
+                    break
+        return best
+
+
+@cache
+def _lexicon() -> _Lexicon:
+    return _Lexicon()
+
+
+def warm_up() -> None:
+    """Load the dictionaries now (about a second) rather than inside the first batch."""
+    _lexicon()
+
+
+def _has_digit(text: str) -> bool:
+    return any(c.isdigit() for c in text)
+
+
+def _has_numeral(text: str) -> bool:
+    return any(c in _NUMERALS for c in text)
+
+
+def _moved(a: str, b: str, spans: list[tuple[str, int, int, int, int]]) -> dict[int, str]:
+    """Indexes of spans that are text moved elsewhere: 'swap' or 'reorder'."""
+    kinds: dict[int, str] = {}
+    for x, (_, xi1, xi2, xj1, xj2) in enumerate(spans):
+        for y in range(x + 1, len(spans)):
+            _, yi1, yi2, yj1, yj2 = spans[y]
+            out_x, in_x, out_y, in_y = a[xi1:xi2], b[xj1:xj2], a[yi1:yi2], b[yj1:yj2]
+            if out_x and out_x == in_y and in_x == out_y:
+                short = max(len(out_x), len(in_x)) < _MOVED_MIN and in_x
+                kinds[x] = kinds[y] = "swap" if short else "reorder"
+    return kinds
+
+
+def _number_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: _Lexicon) -> str:
+    """'date' when the number carries a date unit or sits in a weekday; else 'number'."""
+    _, i1, i2, j1, j2 = span
+    around = a[max(0, i1 - 2) : i2 + 2] + "|" + b[max(0, j1 - 2) : j2 + 2]
+    if _WEEKDAY.search(around) or any(c in _DATE_UNITS for c in around):
+        return "date"
+    return "number"
+
+
+def _is_negation(text: str, start: int, end: int, lex: _Lexicon) -> bool:
+    """Whether text[start:end] holds a negation that negates: a character that begins a
+    dictionary word (不是, 没有, 无法; not 非常, 未来) or a lone negator (不, 没, 未, 别) before a
+    verb or adjective."""
+    for k in range(start, end):
+        if text[k] not in _NEGATIONS:
+            continue
+        word = next((text[k:e] for e in range(min(len(text), k + 4), k + 1, -1)
+                     if lex.is_word(text[k:e])), text[k])
+        if word in _NOT_NEGATING:
+            continue
+        if len(word) > 1:
+            return True
+        if text[k] in _LONE_NEGATORS and k + 1 < len(text):
+            following = lex.word_at(text, k + 1, k + 2)
+            if following.startswith(text[k + 1]) and lex.tags.get(following, "")[:1] in "va":
+                return True
+    return False
+
+
+def _replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: _Lexicon) -> str:
+    _, i1, i2, j1, j2 = span
+    part_a, part_b = a[i1:i2], b[j1:j2]
+    if _has_digit(part_a) and _has_digit(part_b):
+        return _number_kind(a, b, span, lex)
+    if max(len(part_a), len(part_b)) >= _MATERIAL_MIN:  # a rewritten or cut passage
+        return "material" if i1 == 0 or i2 == len(a) or j1 == 0 or j2 == len(b) else "edit"
+    word_a, word_b = lex.word_at(a, i1, i2), lex.word_at(b, j1, j2)
+    if (word_a, word_b) in lex.antonyms or (part_a, part_b) in lex.antonyms:
+        return "antonym"  # before pronunciation: 买/卖 sound alike
+    if len(part_a) == len(part_b) and lex.pinyin(part_a) == lex.pinyin(part_b):
+        return "typo"  # same pronunciation: an input-method typo
+    if len(word_a) > len(part_a) and lex.is_word(word_a) and len(word_b) == len(part_b):
+        return "typo"  # the earlier text's word is broken, and no word took its place
+    if (_has_numeral(part_a) and _has_numeral(part_b)) or any(c.isdigit() for c in part_a + part_b):
+        return _number_kind(a, b, span, lex)
+    tag_a, tag_b = lex.tags.get(word_a, ""), lex.tags.get(word_b, "")
+    if tag_a == tag_b == "t" or (_WEEKDAY.search(word_a) and _WEEKDAY.search(word_b)):
+        return "date"  # one time word for another (今天/昨天)
+    if _is_negation(a, i1, i2, lex) != _is_negation(b, j1, j2, lex):
+        return "negation"
+    if tag_a in _ENTITY_TAGS and tag_b in _ENTITY_TAGS:
+        return "entity"  # one name for another; a typo rarely makes a name of a name
+    return "typo" if max(len(part_a), len(part_b)) <= 2 else "edit"
+
+
+def _added_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: _Lexicon) -> str:
+    """An inserted or deleted span: material at an edge or when long; inside, a digit (or a
+    numeral next to another numeral: 二十 / 十) is a number, a negation a negation."""
+    op, i1, i2, j1, j2 = span
+    text, start, end = (b, j1, j2) if op == "insert" else (a, i1, i2)
+    part = text[start:end]
+    edge = start == 0 or end == len(text)
+    if edge and not (len(part) == 1 and _is_negation(text, start, end, lex)):
+        return "material"
+    if len(part) >= _MATERIAL_MIN:
+        return "material"
+    beside = text[start - 1 : start] + text[end : end + 1]
+    if any(c.isdigit() for c in part) or (_has_numeral(part) and _has_numeral(beside)):
+        return _number_kind(a, b, span, lex)
+    if _is_negation(text, start, end, lex):
+        return "negation"
+    return "typo"
+
+
+def classify(a: str, b: str) -> list[Span]:
+    """Every span in which normalized text `b` differs from normalized text `a`, classified."""
+    lex = _lexicon()
+    spans = [op for op in opcodes(a, b) if op[0] != "equal"]
+    moved = _moved(a, b, spans)
+    out = []
+    for n, span in enumerate(spans):
+        judge = _replaced_kind if span[0] == "replace" else _added_kind
+        kind = moved.get(n) or judge(a, b, span, lex)
+        out.append(Span(span[0], span[1], span[2], span[3], span[4], kind))
+    return out

@@ -1,0 +1,205 @@
+"""The service loop with fakes at both edges and the real engine (memory state): routing,
+headers, the order deliver -> commit, replay after a crash, and shutdown while the broker is
+away. The real broker is in tests/integration."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pytest
+from kafka.errors import KafkaConnectionError, KafkaError
+
+from stream_dedup.config import KafkaSettings, Settings, settings_from_dict
+from stream_dedup.engine import Engine
+from stream_dedup.errors import ConfigError
+from stream_dedup.kafka.headers import as_dict
+from stream_dedup.kafka.retry import Backoff, GaveUp, Shutdown
+from stream_dedup.kafka.route import Output
+from stream_dedup.kafka.service import Service
+from stream_dedup.state import MemoryStore
+
+pytestmark = pytest.mark.unit
+TEXT = "今天的天气真的非常好我们去公园散步吧"
+
+
+@dataclass(frozen=True)
+class Rec:
+    topic: str
+    partition: int
+    offset: int
+    value: bytes | None
+    key: bytes | None = None
+    headers: Sequence[tuple[str, bytes]] = ()
+    timestamp: int = 1_700_000_000_000
+
+
+def rec(partition: int, offset: int, ident: str, text: str, **kw) -> Rec:
+    value = json.dumps({"id": ident, "text": text}, ensure_ascii=False).encode()
+    return Rec("in", partition, offset, value, key=ident.encode(), **kw)
+
+
+@dataclass
+class FakeSource:
+    batches: list[list[Rec]]
+    log: list[str] = field(default_factory=list)
+    committed: dict[tuple[str, int], int] = field(default_factory=dict)
+
+    def poll(self) -> list[Rec]:
+        return self.batches.pop(0) if self.batches else []
+
+    def commit(self, offsets: dict[tuple[str, int], int]) -> bool:
+        self.log.append("commit")
+        self.committed.update(offsets)
+        return True
+
+    def topics(self) -> set[str]:
+        return {"in", "out", "dups", "dead"}
+
+    def close(self) -> None:
+        self.log.append("close source")
+
+
+@dataclass
+class FakeSink:
+    log: list[str]
+    fail: BaseException | None = None
+    outputs: list[Output] = field(default_factory=list)
+
+    def deliver(self, outputs: Sequence[Output]) -> None:
+        if self.fail is not None:
+            raise self.fail
+        self.log.append("deliver")
+        self.outputs.extend(outputs)
+
+    def close(self) -> None:
+        self.log.append("close sink")
+
+
+def settings(**kafka) -> Settings:
+    names = {"input_topics": ("in",), "output_topic": "out", "duplicates_topic": "dups",
+             "dead_letter_topic": "dead"}
+    k = KafkaSettings(**{**names, **kafka})
+    return Settings(kafka=k)
+
+
+def service(batches: list[list[Rec]], store: MemoryStore | None = None, **kafka
+            ) -> tuple[Service, FakeSource, FakeSink]:
+    s = settings(**kafka)
+    source = FakeSource(batches)
+    sink = FakeSink(source.log)
+    engine = Engine(s, store or MemoryStore())
+    return Service(s, engine, source, sink, Shutdown(1.0)), source, sink
+
+
+def test_routes_by_verdict_with_headers_and_commits_after_delivery() -> None:
+    batch = [rec(0, 10, "a", TEXT, headers=[("trace", b"1"), ("dedup.verdict", b"old")]),
+             rec(3, 7, "b", TEXT + "！"),
+             Rec("in", 3, 8, b"\xff\xfe"),
+             rec(0, 11, "c", "完全不同的另一条消息内容在这里出现")]
+    svc, source, sink = service([batch])
+    assert svc.step() == 4
+    assert source.log == ["deliver", "commit"]
+    assert source.committed == {("in", 0): 12, ("in", 3): 9}
+    by_topic = {o.topic: [] for o in sink.outputs}
+    for o in sink.outputs:
+        by_topic[o.topic].append(o)
+    assert [o.key for o in by_topic["out"]] == [b"a", b"c"]
+    first = by_topic["out"][0]
+    assert first.value == batch[0].value and first.timestamp_ms == batch[0].timestamp
+    h = as_dict(first.headers)
+    assert h["trace"] == "1" and h["dedup.verdict"] == "unique"
+    assert [k for k, _ in first.headers].count("dedup.verdict") == 1
+    dup = as_dict(by_topic["dups"][0].headers)
+    assert dup["dedup.verdict"] == "exact" and dup["dedup.matched_id"] == "a"
+    assert dup["dedup.distance"] == "0"
+    dead = as_dict(by_topic["dead"][0].headers)
+    assert dead["dedup.error"].startswith("not UTF-8")
+    assert (dead["dedup.source.topic"], dead["dedup.source.partition"],
+            dead["dedup.source.offset"]) == ("in", "3", "8")
+
+
+def test_duplicates_topic_off_drops_duplicates() -> None:
+    svc, _, sink = service([[rec(0, 0, "a", TEXT), rec(0, 1, "b", TEXT)]],
+                           duplicates_topic=None)
+    svc.step()
+    assert [o.kind for o in sink.outputs] == ["unique"]
+    assert svc.stats.duplicates == 1
+
+
+def test_a_replayed_batch_gets_its_first_verdicts_again() -> None:
+    store = MemoryStore()
+    batch = [rec(0, 0, "a", TEXT), rec(1, 0, "b", TEXT)]
+    first, _, sink1 = service([list(batch)], store)
+    first.step()  # crashed after deciding and delivering, before committing: replayed
+    again, _, sink2 = service([list(batch)], store)
+    again.step()
+    assert [(o.topic, o.value) for o in sink2.outputs] == [(o.topic, o.value)
+                                                           for o in sink1.outputs]
+    assert all(as_dict(o.headers)["dedup.replayed"] == "true" for o in sink2.outputs)
+    assert as_dict(sink2.outputs[0].headers)["dedup.verdict"] == "unique"
+    assert again.stats.replayed == 2
+
+
+def test_shutdown_while_the_broker_is_away_commits_nothing_and_closes_all() -> None:
+    svc, source, sink = service([[rec(0, 0, "a", TEXT)]])
+    sink.fail = GaveUp("delivering 1 outputs")
+    svc.shutdown.request()
+    svc.shutdown._deadline = 0.0  # the shutdown time has run out
+    with pytest.raises(GaveUp):
+        svc.step()
+    assert "commit" not in source.log
+    svc.run()  # stopping: closes at once
+    assert source.log[-2:] == ["close source", "close sink"]
+
+
+def test_check_topics_names_the_missing_topic() -> None:
+    svc, source, _ = service([])
+    source.topics = lambda: {"in", "out"}  # type: ignore[method-assign]
+    with pytest.raises(Exception, match="dead, dups do not exist"):
+        svc.check_topics()
+
+
+def test_backoff_waits_out_retriable_errors_only() -> None:
+    calls = []
+
+    def flaky() -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise KafkaConnectionError("refused")
+        return "ok"
+
+    sleeps: list[float] = []
+    backoff = Backoff(0.1, 0.15, sleep=sleeps.append)
+    assert backoff.call("connecting", flaky) == "ok" and len(calls) == 3
+    with pytest.raises(KafkaError):
+        backoff.call("x", lambda: (_ for _ in ()).throw(KafkaError("fatal")))
+    stopping = Backoff(0.1, 1.0, give_up=lambda: True)
+    with pytest.raises(GaveUp):
+        stopping.call("connecting", lambda: (_ for _ in ()).throw(KafkaConnectionError("x")))
+
+
+@pytest.mark.parametrize(
+    ("kafka", "key"),
+    [
+        ({"output_topic": "stream-dedup-input"}, "kafka.output_topic"),
+        ({"duplicates_topic": "stream-dedup-unique"}, "kafka.dead_letter_topic"),
+        ({"input_topics": []}, "kafka.input_topics"),
+        ({"input_topics": "one"}, "kafka.input_topics"),
+        ({"poll_batch_size": 0}, "kafka.poll_batch_size"),
+        ({"session_timeout_ms": 400000}, "kafka.session_timeout_ms"),
+        ({"retry_backoff_max_s": 0.1}, "kafka.retry_backoff_max_s"),
+        ({"brokers": "x"}, "kafka.brokers"),
+    ],
+)
+def test_bad_kafka_config_names_the_key(kafka: dict, key: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        settings_from_dict({"kafka": kafka}, environ={})
+    assert err.value.key == key
+
+
+def test_kafka_settings_from_the_environment() -> None:
+    s = settings_from_dict({}, environ={"STREAM_DEDUP__KAFKA__INPUT_TOPICS": "[a, b]",
+                                        "STREAM_DEDUP__KAFKA__DUPLICATES_TOPIC": "null"})
+    assert s.kafka.input_topics == ("a", "b") and s.kafka.duplicates_topic is None
