@@ -96,8 +96,7 @@ def distinct(candidates: Iterable[Base], limit: int, max_shared: float) -> list[
         grams = trigrams(base.text)
         shared = Counter(i for gram in grams for i in holders[gram])
         if any(
-            count > max_shared * min(len(grams), len(grams_of[i]))
-            for i, count in shared.items()
+            count > max_shared * min(len(grams), len(grams_of[i])) for i, count in shared.items()
         ):
             continue
         for gram in grams:

@@ -227,20 +227,27 @@ def cmd_check(args: argparse.Namespace, settings: Settings) -> int:
 
     from .fingerprint import Batch, simhash
     from .index.layout import hamming
+    from .meaning import classify
     from .normalize import Normalizer
     from .verify import bigrams, similarity
 
     settings = replace(settings, state=replace(settings.state, backend="memory"))
     norm = Normalizer(settings.normalize)
-    texts = [norm.normalize(t) for t in (args.first, args.second)]
-    fps = simhash(Batch.of(texts), settings.fingerprint.ngram)
+    a, b = (norm.normalize(t) for t in (args.first, args.second))
+    fps = simhash(Batch.of([a, b]), settings.fingerprint.ngram)
     engine = Engine(settings, open_store("memory", ""))
     verdict = engine.process([Message("first", args.first, 0), Message("second", args.second, 1)])
-    score, _ = similarity(bigrams(texts[0]), bigrams(texts[1]), len(texts[0]), len(texts[1]),
-                          settings.verify)
-    for label, text, fp in zip(("first", "second"), texts, fps, strict=True):
+    score, _ = similarity(bigrams(a), bigrams(b), len(a), len(b), settings.verify)
+    for label, text, fp in zip(("first", "second"), (a, b), fps, strict=True):
         print(f"{label:>8}: {text}\n{'':>8}  simhash {int(fp):016x}")
     print(f"distance: {int(hamming(fps[0], fps[1]))} bits, similarity: {score:.3f}")
+    spans = classify(a, b) if a != b else []
+    if spans:
+        print("   spans:")
+    for span in spans:
+        mark = "  meaning change" if span.changes_meaning else ""
+        print(f"          {span.op:<7} {a[span.i1:span.i2] or '-'} -> {b[span.j1:span.j2] or '-'}"
+              f"  [{span.kind}]{mark}")
     print(f" verdict: {verdict[1].decision.value} ({verdict[1].reason})")
     return 0
 

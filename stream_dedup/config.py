@@ -34,6 +34,7 @@ class InputSettings:
     text_field: str = "text"  # dotted path into JSON, e.g. "data.content"
     id_field: str | None = "id"  # None: the id is the record's position (line or offset)
     time_field: str | None = None  # event time (epoch s/ms or ISO 8601); None: arrival time
+    title_field: str | None = None  # a title, when the record has one, becomes the first line
     max_bytes: int = 65536  # larger records are dead letters
     max_chars: int = 10000  # decoded text longer than this is a dead letter
 
@@ -50,13 +51,28 @@ class ExactSettings:
 
 @dataclass(frozen=True, slots=True)
 class FingerprintSettings:
-    """How messages are fingerprinted for the block tables, and their winnowing anchors."""
+    """How messages are fingerprinted for the block tables, and their winnowing anchors.
 
-    strategy: Literal["char-simhash"] = "char-simhash"
+    `strategy` picks the fingerprint (`strategies/`); the research strategies (seeds 000-004) read
+    the keys after `anchor_window`. The anchors stay on whatever the strategy.
+    """
+
+    strategy: Literal["char-simhash", "simhash", "shingle", "tfidf", "weighted", "p-simhash",
+                      "e-simhash", "drpkp"] = "char-simhash"
 
     ngram: int = 1  # characters per feature: 1 keeps short-text fingerprints most stable
     anchor_ngram: int = 4  # winnowing: characters per hashed n-gram
     anchor_window: int = 8  # winnowing window: any shared run of ngram+window-1 chars is seen
+    stats: str | None = None  # corpus statistics from `stream-dedup fit` (STATS_STRATEGIES)
+    shingle_width: int = 2  # shingle: words per shingle (W of seed 001)
+    top_m: int = 20  # p-simhash: the m heaviest words make the fingerprint
+    mu: float = 1.5  # p-simhash: SigFnl = mu*Sig + (1-mu)*Sig'
+    title: bool = False  # weighted, drpkp: a text's first paragraph is its title
+    drpkp_share: float = 0.5  # drpkp: share of paragraphs within k bits that makes a duplicate
+
+
+# Strategies whose weights need corpus statistics (IDF, co-occurrence, entropy) fitted beforehand.
+STATS_STRATEGIES = frozenset({"tfidf", "weighted", "p-simhash", "e-simhash"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,6 +289,7 @@ def _check(s: Settings) -> None:
     need(1 <= f.ngram <= 4, "fingerprint.ngram", "out of range", "1..4")
     need(2 <= f.anchor_ngram <= 8, "fingerprint.anchor_ngram", "out of range", "2..8")
     need(1 <= f.anchor_window <= 64, "fingerprint.anchor_window", "out of range", "1..64")
+    _check_strategy(f, s.normalize, need)
     v = s.verify
     need(0.0 < v.min_jaccard <= 1.0, "verify.min_jaccard", "out of range", "(0, 1]")
     need(0.0 < v.min_containment <= 1.0, "verify.min_containment", "out of range", "(0, 1]")
@@ -289,6 +306,20 @@ def _check(s: Settings) -> None:
     _check_kafka(s.kafka, need)
     need(0 <= s.metrics.port <= 65535, "metrics.port", "out of range", "0..65535")
     need(s.metrics.dedup_window_s > 0, "metrics.dedup_window_s", "out of range", "> 0")
+
+
+def _check_strategy(f: FingerprintSettings, n: NormalizeSettings, need: Any) -> None:
+    need(f.strategy not in STATS_STRATEGIES or bool(f.stats), "fingerprint.stats",
+         f"fingerprint.strategy {f.strategy} needs fitted corpus statistics",
+         "a file written by `stream-dedup fit INPUT -o STATS`")
+    need(1 <= f.shingle_width <= 8, "fingerprint.shingle_width", "out of range", "1..8")
+    need(1 <= f.top_m <= 1000, "fingerprint.top_m", "out of range", "1..1000")
+    need(0.0 < f.mu <= 10.0, "fingerprint.mu", "out of range", "(0, 10]")
+    need(0.0 < f.drpkp_share <= 1.0, "fingerprint.drpkp_share", "out of range", "(0, 1]")
+    need(n.paragraphs or not f.title, "fingerprint.title",
+         "a title is the first paragraph: needs normalize.paragraphs: true", "false")
+    need(n.paragraphs or f.strategy != "drpkp", "normalize.paragraphs",
+         "fingerprint.strategy drpkp fingerprints paragraphs", "true")
 
 
 def _check_kafka(k: KafkaSettings, need: Any) -> None:

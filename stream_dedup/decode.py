@@ -80,6 +80,9 @@ def decode(raw: bytes, source: str, fallback_id: str, arrival_ms: int,
         if not isinstance(value, str):
             return dead(f"missing text field '{settings.text_field}'")
         text = value
+        title = _field(obj, settings.title_field) if settings.title_field else None
+        if isinstance(title, str) and title.strip():
+            text = f"{title}\n{text}"  # the first paragraph (fingerprint.title)
         if settings.id_field:
             found = _field(obj, settings.id_field)
             if isinstance(found, str | int) and not isinstance(found, bool):

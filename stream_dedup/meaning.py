@@ -47,6 +47,7 @@ _NOT_NEGATING = frozenset(
     ]
 )
 _ENTITY_TAGS = frozenset({"nr", "nrt", "nrfg", "ns", "nt", "nz"})
+_TIME_TAGS = frozenset({"t"})
 _MOVED_MIN = 4  # characters: shorter moved spans are words trading places, longer are clauses
 _MATERIAL_MIN = 5  # characters: a longer span added or cut inside the text is material
 
@@ -123,6 +124,19 @@ class _Lexicon:
 
     def is_word(self, text: str) -> bool:
         return self.freq.get(text, 0) > 0
+
+    def words_at(self, text: str, start: int, end: int) -> list[str]:
+        """Every dictionary word covering text[start:end] (reaching at most 3 characters beyond
+        it on either side), and the span itself."""
+        found = [text[start:end]]
+        for s in range(max(0, start - 3), start + 1):
+            for e in range(end, min(len(text), end + 3) + 1):
+                if e - s > end - start and self.is_word(text[s:e]):
+                    found.append(text[s:e])
+        return found
+
+    def tagged(self, words: list[str], tags: frozenset[str]) -> bool:
+        return any(self.tags.get(w) in tags for w in words)
 
     def word_at(self, text: str, start: int, end: int) -> str:
         """The longest dictionary word covering text[start:end] (at most 4 characters beyond
@@ -204,20 +218,22 @@ def _replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: _L
     if max(len(part_a), len(part_b)) >= _MATERIAL_MIN:  # a rewritten or cut passage
         return "material" if i1 == 0 or i2 == len(a) or j1 == 0 or j2 == len(b) else "edit"
     word_a, word_b = lex.word_at(a, i1, i2), lex.word_at(b, j1, j2)
-    if (word_a, word_b) in lex.antonyms or (part_a, part_b) in lex.antonyms:
+    words_a, words_b = lex.words_at(a, i1, i2), lex.words_at(b, j1, j2)
+    if any((x, y) in lex.antonyms for x in words_a for y in words_b):
         return "antonym"  # before pronunciation: 买/卖 sound alike
     if len(part_a) == len(part_b) and lex.pinyin(part_a) == lex.pinyin(part_b):
         return "typo"  # same pronunciation: an input-method typo
     if len(word_a) > len(part_a) and lex.is_word(word_a) and len(word_b) == len(part_b):
         return "typo"  # the earlier text's word is broken, and no word took its place
-    if (_has_numeral(part_a) and _has_numeral(part_b)) or any(c.isdigit() for c in part_a + part_b):
+    if (_has_numeral(part_a) and _has_numeral(part_b)) or _has_digit(part_a + part_b):
         return _number_kind(a, b, span, lex)
-    tag_a, tag_b = lex.tags.get(word_a, ""), lex.tags.get(word_b, "")
-    if tag_a == tag_b == "t" or (_WEEKDAY.search(word_a) and _WEEKDAY.search(word_b)):
+    if (lex.tagged(words_a, _TIME_TAGS) and lex.tagged(words_b, _TIME_TAGS)) or (
+        _WEEKDAY.search(a[max(0, i1 - 2) : i2]) and _WEEKDAY.search(b[max(0, j1 - 2) : j2])
+    ):
         return "date"  # one time word for another (今天/昨天)
     if _is_negation(a, i1, i2, lex) != _is_negation(b, j1, j2, lex):
         return "negation"
-    if tag_a in _ENTITY_TAGS and tag_b in _ENTITY_TAGS:
+    if lex.tagged(words_a, _ENTITY_TAGS) and lex.tagged(words_b, _ENTITY_TAGS):
         return "entity"  # one name for another; a typo rarely makes a name of a name
     return "typo" if max(len(part_a), len(part_b)) <= 2 else "edit"
 
@@ -241,10 +257,23 @@ def _added_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: _Lexi
     return "typo"
 
 
+def _contained(a: str, b: str) -> list[tuple[str, int, int, int, int]]:
+    """The edge spans when one text contains the other (no alignment needed), else []."""
+    if a in b:
+        at = b.index(a)
+        spans = [("insert", 0, 0, 0, at), ("insert", len(a), len(a), at + len(a), len(b))]
+    elif b in a:
+        at = a.index(b)
+        spans = [("delete", 0, at, 0, 0), ("delete", at + len(b), len(a), len(b), len(b))]
+    else:
+        return []
+    return [span for span in spans if span[2] > span[1] or span[4] > span[3]]
+
+
 def classify(a: str, b: str) -> list[Span]:
     """Every span in which normalized text `b` differs from normalized text `a`, classified."""
     lex = _lexicon()
-    spans = [op for op in opcodes(a, b) if op[0] != "equal"]
+    spans = _contained(a, b) or [op for op in opcodes(a, b) if op[0] != "equal"]
     moved = _moved(a, b, spans)
     out = []
     for n, span in enumerate(spans):

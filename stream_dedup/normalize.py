@@ -7,7 +7,9 @@ traditional script, punctuation. Each class of decoration is one step here, swit
 category), never strings seen in any one feed.
 
 The result keeps letters and digits only: punctuation, symbols and spacing carry no content for
-dedup, and feeds rewrite them freely (a decimal point "9.5" retyped as "9。5" or dropped).
+dedup, and feeds rewrite them freely (a decimal point "9.5" retyped as "9。5" or dropped). With
+`normalize.paragraphs` on, a text's line breaks survive as one PARAGRAPH_BREAK each, for the
+fingerprint strategies that read paragraphs or a title line (drpkp, weighted).
 """
 
 from __future__ import annotations
@@ -47,8 +49,13 @@ _MENTION = (r"@[\w\u00b7\-]{1,30}",)
 _TAGS = (r"#[^#\n]{1,40}#", r"【[^【】\n]{0,40}】", r"〖[^〖〗\n]{0,40}〗")
 _BRACKET_TAG = (r"\[[^\[\]\n]{1,10}\]",)
 # Everything but letters and digits (str.isalnum), except the newlines between texts.
-_NOT_CONTENT_RE = re.compile(r"[^\w\n]+|_+")
-_SPACES_RE = re.compile(r"[^\S\n]+")
+_NOT_CONTENT = r"[^\w\n{keep}]+|_+"
+_SPACES = r"[^\S\n{keep}]+"
+# Between paragraphs when `paragraphs` is on (U+2029 PARAGRAPH SEPARATOR: never content, never
+# the newline that joins a batch). Runs collapse to one; none is left at either end of a text.
+PARAGRAPH_BREAK = "\u2029"
+_BREAK_RUN_RE = re.compile(r"[^\S\n]*\u2029[^\S\n]*")
+_EDGE_BREAK_RE = re.compile(r"^\u2029|\u2029$", re.M)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +73,8 @@ class NormalizeSettings:
     emoticons: bool = True
     # Punctuation, symbols (emoji among them), whitespace and invisible characters.
     symbols: bool = True
+    # Line breaks inside a text are kept as PARAGRAPH_BREAK (paragraph-aware fingerprints).
+    paragraphs: bool = False
 
 
 def _nfkc_table() -> dict[int, str]:
@@ -90,6 +99,10 @@ def nfkc(text: str) -> str:
     NFKC of the per-character forms equals NFKC of the original, so the result is exact."""
     text = text.translate(_NFKC_TABLE)
     return text if unicodedata.is_normalized("NFKC", text) else unicodedata.normalize("NFKC", text)
+
+
+def _tidy_breaks(text: str) -> str:
+    return _EDGE_BREAK_RE.sub("", _BREAK_RUN_RE.sub(PARAGRAPH_BREAK, text))
 
 
 def _strip_markup(text: str) -> str:
@@ -122,18 +135,22 @@ class Normalizer:
         if s.lowercase:
             steps.append(str.lower)
         steps.extend(partial(pattern.sub, " ") for pattern in decorations)
+        keep = PARAGRAPH_BREAK if s.paragraphs else ""
         if s.symbols:
-            steps.append(lambda t: _NOT_CONTENT_RE.sub("", t))
+            steps.append(partial(re.compile(_NOT_CONTENT.format(keep=keep)).sub, ""))
         else:
-            steps.append(lambda t: _SPACES_RE.sub(" ", t))
+            steps.append(partial(re.compile(_SPACES.format(keep=keep)).sub, " "))
+        if s.paragraphs:
+            steps.append(_tidy_breaks)
         self._steps = tuple(steps)
+        self._newline = PARAGRAPH_BREAK if s.paragraphs else " "
 
     def normalize(self, text: str) -> str:
         return self.normalize_batch([text])[0]
 
     def normalize_batch(self, texts: Sequence[str]) -> list[str]:
         """Normalize every text; the same result as one at a time."""
-        lines = [t.replace("\n", " ") if "\n" in t else t for t in texts]
+        lines = [t.replace("\n", self._newline) if "\n" in t else t for t in texts]
         if self.settings.markup:
             lines = [_strip_markup(t) for t in lines]
         joined = "\n".join(lines)

@@ -177,3 +177,12 @@ def test_kustomize_renders_the_manifests() -> None:
     out = subprocess.run(["kubectl", "kustomize", str(DEPLOY / "k8s")], capture_output=True,
                          text=True, timeout=60, check=True).stdout
     assert {d["kind"] for d in yaml.safe_load_all(out)} == set(k8s_docs())
+
+
+def test_compose_file_follows_the_compose_specification() -> None:
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "check_jsonschema", "--builtin-schema",
+                           "vendor.compose-spec", str(DEPLOY / "docker-compose.yml")],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

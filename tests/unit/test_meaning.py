@@ -1,0 +1,61 @@
+"""Span classes on hand-written pairs, including the traps named in the meaning issue."""
+
+import pytest
+
+from stream_dedup.config import VerifySettings
+from stream_dedup.meaning import classify
+from stream_dedup.normalize import Normalizer
+from stream_dedup.verify import bigrams, verify
+
+pytestmark = pytest.mark.unit
+NORM = Normalizer()
+
+
+def kinds(first: str, second: str) -> set[str]:
+    a, b = NORM.normalize(first), NORM.normalize(second)
+    return {span.kind for span in classify(a, b)}
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "expected"),
+    [
+        ("事故已造成3人死亡", "事故已造成5人死亡", "number"),
+        ("全年产量增长了三成", "全年产量增长了五成", "number"),
+        ("会议将于今天下午举行", "会议将于明天下午举行", "date"),
+        ("会议定在星期一召开", "会议定在星期三召开", "date"),
+        ("比赛于1月3日举行", "比赛于1月5日举行", "date"),
+        ("北京今天发布暴雨预警", "上海今天发布暴雨预警", "entity"),
+        ("这款手机很好用", "这款手机不好用", "negation"),
+        ("他会去参加比赛", "他不会去参加比赛", "negation"),
+        ("深市今天上涨", "深市今天下跌", "antonym"),
+        ("公司去年盈利了", "公司去年亏损了", "antonym"),
+        ("太阳队总决赛赢了雄鹿队", "雄鹿队总决赛赢了太阳队", "swap"),
+    ],
+)
+def test_meaning_changes(first: str, second: str, expected: str) -> None:
+    assert expected in kinds(first, second)
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("张伟今天去北京开会", "章伟今天去北京开会"),  # a same-pronunciation typo, not an entity
+        ("坚持到底就是胜利", "不持到底就是胜利"),  # a broken word, not a negation
+        ("价格&#65292;很便宜，买了3个", "价格，很便宜，买了3个"),  # a reference is not a number
+        ("据报道，今天天气很好，我们去公园", "今天天气很好，我们去公园"),  # a lead-in
+        ("今天天气很好。我们去公园玩了一天。", "今天天气很好。"),  # a dropped sentence
+        ("我们去公园玩。今天天气很好。", "今天天气很好。我们去公园玩。"),  # clauses reordered
+        ("非常近的酒店", "常近的酒店"),  # 非 of 非常 does not negate
+    ],
+)
+def test_reprints_change_no_meaning(first: str, second: str) -> None:
+    assert not any(k in {"number", "date", "entity", "negation", "antonym", "swap"}
+                   for k in kinds(first, second))
+
+
+def test_classes_can_be_switched_off() -> None:
+    a, b = "今天深市上涨了百分之三", "昨天深市上涨了百分之三"
+    on = verify(a, b, bigrams(a), bigrams(b), VerifySettings())
+    off = verify(a, b, bigrams(a), bigrams(b), VerifySettings(related_date=False))
+    assert not on.duplicate and on.guard == "date"
+    assert off.duplicate
