@@ -102,6 +102,7 @@ import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 
 import opencc
@@ -316,18 +317,15 @@ def key(text: str) -> str:
 
 
 def build_lexicon(tagged: list[list[Token]]) -> Lexicon:
-    words: Counter[str] = Counter()
-    entities: dict[str, Counter[str]] = {tag: Counter() for tag in ENTITY_TAGS}
-    for tokens in tagged:
-        for word, tag in merge_names(tokens):
-            words[word] += 1
-            if tag in entities and len(word) >= 2:
-                entities[tag][word] += 1
+    units = Counter(chain.from_iterable(merge_names(tokens) for tokens in tagged))
     chars: Counter[str] = Counter()
-    for word, count in words.items():
+    entities: dict[str, Counter[str]] = {tag: Counter() for tag in ENTITY_TAGS}
+    for (word, tag), count in units.items():
         for c in word:
             if HAN.match(c):
                 chars[c] += count
+        if tag in entities and len(word) >= 2:
+            entities[tag][word] += count
     homophones: dict[str, list[str]] = defaultdict(list)
     for char, count in sorted(chars.items(), key=lambda item: (-item[1], item[0])):
         if count < HOMOPHONE_MIN_COUNT or char in NEGATORS or char in CN_NUMERALS:
@@ -397,32 +395,33 @@ def build_stream(bases: list[Base], n: int, lexicon: Lexicon, rng: random.Random
     lines: list[Line] = []
     for i in range(n):
         roll = rng.random()
-        made_line = None
+        line = None
         if shown.bases and roll < P_NEGATIVE:
-            made_line = _negative(shown, made, seen_keys, lexicon, rng)
+            line = _negative(f"m{i}", shown, made, seen_keys, lexicon, rng)
         elif shown.bases and roll < P_NEGATIVE + P_REPRINT:
-            made_line = _reprint(shown, made, lexicon, rng)
-        if made_line is None:
+            line = _reprint(f"m{i}", shown, made, lexicon, rng)
+        if line is None:
             base = next(unused, None)
             if base is None:
                 sys.exit(f"-n {n}: the corpus ran out of distinct sentences")
             cluster = f"c{len(shown.bases)}"
             shown.add(cluster, base, lexicon)
-            text, kind, base_text = base.text, "orig", None
-        else:
-            text, cluster, kind, base_text = made_line
-        made.update(kind[4:].split("+") if kind.startswith("dup:") else [kind])
-        if kind.startswith("neg:"):
-            cluster = f"n{i}"
-        seen_keys.add(key(text))
-        lines.append(Line(f"m{i}", text, cluster, kind, base_text))
+            line = Line(f"m{i}", base.text, cluster, "orig")
+        made.update(line.kind[4:].split("+") if line.kind.startswith("dup:") else [line.kind])
+        seen_keys.add(key(line.text))
+        lines.append(line)
     return lines
 
 
 def _negative(
-    shown: _Shown, made: Counter[str], seen_keys: set[str], lexicon: Lexicon, rng: random.Random
-) -> tuple[str, str, str, str] | None:
-    """A hard negative of the least-made class that some shown base allows."""
+    id_: str,
+    shown: _Shown,
+    made: Counter[str],
+    seen_keys: set[str],
+    lexicon: Lexicon,
+    rng: random.Random,
+) -> Line | None:
+    """A hard negative, in a new cluster, of the least-made class that some shown base allows."""
     for name in sorted(NEG_CLASSES, key=lambda c: (made[f"neg:{c}"], rng.random())):
         for _ in range(BASE_TRIES):
             picked = shown.pick([f"neg:{name}"], rng)
@@ -431,13 +430,13 @@ def _negative(
             base = picked[1]
             text = NEGATIVES[name](base, rng, lexicon)
             if text is not None and key(text) != key(base.text) and key(text) not in seen_keys:
-                return text, "", f"neg:{name}", base.text
+                return Line(id_, text, f"n{id_[1:]}", f"neg:{name}", base.text)
     return None
 
 
 def _reprint(
-    shown: _Shown, made: Counter[str], lexicon: Lexicon, rng: random.Random
-) -> tuple[str, str, str, str] | None:
+    id_: str, shown: _Shown, made: Counter[str], lexicon: Lexicon, rng: random.Random
+) -> Line | None:
     """A copy of an earlier base with one edit class (the least made so far) or two (at random)."""
     if rng.random() < P_COMBINED:
         choices = [rng.sample(DUP_CLASSES, 2) for _ in range(BASE_TRIES)]
@@ -451,7 +450,7 @@ def _reprint(
         cluster, base = picked
         text, applied = reprint(base, set(classes), rng, lexicon)
         if applied:
-            return text, cluster, "dup:" + "+".join(applied), base.text
+            return Line(id_, text, cluster, "dup:" + "+".join(applied), base.text)
     return None
 
 

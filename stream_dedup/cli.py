@@ -68,6 +68,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also run the anchors (datasketch MinHashLSH, simhash package)")
     e.add_argument("--json", action="store_true", help="print one JSON object")
     e.add_argument("--state", help="state directory (default: a temporary one)")
+    e.add_argument("--strategies", type=_strategies, metavar="all|NAME[,NAME...]",
+                   help="a row and a distance curve per fingerprint strategy (README)")
+    e.add_argument("--markdown", metavar="OUT.md", help="also write the tables as Markdown")
+    e.add_argument("--plot", metavar="OUT.png",
+                   help="draw precision against recall over the distance threshold "
+                        "(needs --strategies)")
+
+    f = with_config(sub.add_parser("fit", help="fit the corpus statistics some fingerprint "
+                                               "strategies need (texts only, never labels)"))
+    f.add_argument("input", help="JSONL or text file, .gz allowed, '-' for stdin")
+    f.add_argument("-o", "--output", required=True, metavar="STATS",
+                   help="statistics file to write (.npz); name it in fingerprint.stats")
 
     a = with_config(sub.add_parser(
         "audit", help="sample flagged pairs of an unlabelled stream for people to judge, or "
@@ -107,6 +119,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="broker port; the controller takes the next one (default: 29092)")
     m.add_argument("--rate", type=float, help="feed rate, records a second (default: full speed)")
     return parser
+
+
+def _strategies(value: str) -> tuple[str, ...]:
+    from .eval.compare import parse_strategies
+
+    return parse_strategies(value)
 
 
 class Progress:
@@ -269,6 +287,26 @@ def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
     return run_eval(args, settings)
 
 
+def cmd_fit(args: argparse.Namespace, settings: Settings) -> int:
+    from .normalize import Normalizer
+    from .strategies.fit import fit
+
+    normalizer = Normalizer(settings.normalize)
+    progress = Progress(True)
+    texts: list[str] = []
+    for batch in _batches(_records(args.input, settings), settings.engine.batch_size):
+        texts += normalizer.normalize_batch([r.text for _, _, r in batch
+                                             if isinstance(r, Message)])
+        progress.update(len(texts), "read")
+    progress.finish()
+    stats = fit(texts, settings.fingerprint.top_m, lambda step, done, total: print(
+        f"{step}: {done:,}/{total:,}", file=sys.stderr))
+    stats.save(args.output)
+    print(f"{stats.docs:,} texts, {len(stats.words):,} words, {len(stats.pair_keys):,} word "
+          f"pairs -> {args.output} (set fingerprint.stats: {args.output})", file=sys.stderr)
+    return 0
+
+
 def _with_bootstrap(settings: Settings, bootstrap: str | None) -> Settings:
     from dataclasses import replace
 
@@ -341,7 +379,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure(args.log_format)
     try:
         settings = load_config(args.config)
-        handler = {"dedup": cmd_dedup, "check": cmd_check, "eval": cmd_eval, "run": cmd_run,
+        handler = {"dedup": cmd_dedup, "check": cmd_check, "eval": cmd_eval, "fit": cmd_fit,
+                   "run": cmd_run,
                    "audit": cmd_audit,
                    "produce": cmd_produce, "topics": cmd_topics, "demo": cmd_demo}[args.command]
         if args.command in KAFKA_COMMANDS:

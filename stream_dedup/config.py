@@ -95,8 +95,9 @@ class VerifySettings:
 
     min_jaccard: float = 0.6  # character-bigram Jaccard that makes a near duplicate
     min_containment: float = 0.8  # share of the shorter text's bigrams found in the longer
-    max_length_ratio: float = 3.0  # containment counts only when lengths are this close
-    min_chars: int = 4  # shorter normalized texts match only exactly
+    max_length_ratio: float = 2.0  # containment counts only when lengths are this close
+    min_chars: int = 10  # shorter normalized texts (captions, bylines) match only exactly
+    related_contained: bool = True  # a text inside a much longer one (headline, lead) is related
     # Meaning changes that make a near match only *related* (the message goes out as unique):
     related_number: bool = True  # a number changed
     related_date: bool = True  # a date, time or weekday changed

@@ -277,6 +277,7 @@ class Engine:
         for p, cands in zip(near, candidates, strict=True):
             mine: frozenset[int] | None = None
             refused: tuple[str, str, int, float] | None = None
+            too_short = False
             for seq, dist, _shared in cands:
                 other = in_batch.get(seq)
                 found = (other.text, other.msg.id, other.fp) if other else stored.get(seq)
@@ -298,18 +299,12 @@ class Engine:
                         similarity=round(check.similarity, 4),
                     )
                     break
-                if check.guard and refused is None:
+                if check.guard == "short":
+                    too_short = True
+                elif check.guard and refused is None:
                     refused = (ident, check.guard, distance, check.similarity)
             if p.verdict is None:
-                if refused is not None:
-                    refused_id, guard, distance, sim = refused
-                    p.verdict = Verdict(
-                        p.msg.id, Decision.UNIQUE, f"related: {guard.replace(',', ', ')}",
-                        matched_id=refused_id, distance=distance, similarity=round(sim, 4),
-                        guard=guard,
-                    )
-                else:
-                    p.verdict = Verdict(p.msg.id, Decision.UNIQUE, "unique")
+                p.verdict = _unique(p.msg.id, refused, too_short)
 
     def _record(self, pending: list[_Pending], fresh: list[_Pending],
                 tables: BatchProbe) -> None:
@@ -381,6 +376,20 @@ class Engine:
         writes.delete_range("ttl", b"", expired[-1] + b"\x00")
         self.store.write(writes)
         self.stats.expired += len(docs)
+
+
+def _unique(message_id: str, related: tuple[str, str, int, float] | None,
+            too_short: bool) -> Verdict:
+    """The verdict of a message no candidate duplicates: related to the first candidate a
+    rule refused (a meaning change, containment), or naming the rule that kept it apart."""
+    if related is not None:
+        related_id, guard, distance, sim = related
+        return Verdict(message_id, Decision.UNIQUE, f"related: {guard.replace(',', ', ')}",
+                       matched_id=related_id, distance=distance, similarity=round(sim, 4),
+                       guard=guard)
+    if too_short:
+        return Verdict(message_id, Decision.UNIQUE, "unique: too little content for a near match")
+    return Verdict(message_id, Decision.UNIQUE, "unique")
 
 
 def _per_message(by_row: dict[int, list[tuple[int, int, int]]], owner: np.ndarray,

@@ -25,7 +25,9 @@ class Check:
 
     duplicate: bool
     similarity: float
-    guard: str | None = None  # the meaning changes (comma-separated) that make it only related
+    # Why a similar pair is not a duplicate: "short" (too little content), or what makes it only
+    # related: "contained", or the meaning changes, comma-separated.
+    guard: str | None = None
 
 
 def bigrams(text: str) -> frozenset[int]:
@@ -38,32 +40,37 @@ def bigrams(text: str) -> frozenset[int]:
 
 
 def similarity(a: frozenset[int], b: frozenset[int], len_a: int, len_b: int,
-               settings: VerifySettings) -> tuple[float, bool]:
-    """(score, passes): the larger of Jaccard and length-bounded containment, and whether it
-    reaches its threshold."""
+               settings: VerifySettings) -> tuple[float, str]:
+    """(score, how it matches): "jaccard"; "containment" (the shorter text inside the longer,
+    lengths within `max_length_ratio`); "contained" (inside a text more than that many times
+    longer: a headline in its lead, a caption in its article); "" when it does not match."""
     if not a or not b:
-        return 0.0, False
+        return 0.0, ""
     common = len(a & b)
     jaccard = common / (len(a) + len(b) - common)
     if jaccard >= settings.min_jaccard:
-        return jaccard, True
+        return jaccard, "jaccard"
+    containment = common / min(len(a), len(b))
+    if containment < settings.min_containment:
+        return max(jaccard, containment), ""
     short, long_ = sorted((len_a, len_b))
     small, large = sorted((len(a), len(b)))
-    if long_ <= short * settings.max_length_ratio and large <= small * settings.max_length_ratio:
-        containment = common / min(len(a), len(b))
-        if containment >= settings.min_containment:
-            return containment, True
-        return max(jaccard, containment), False
-    return jaccard, False
+    ratio = settings.max_length_ratio
+    close = long_ <= short * ratio and large <= small * ratio
+    return containment, "containment" if close else "contained"
 
 
 def verify(a: str, b: str, grams_a: frozenset[int], grams_b: frozenset[int],
            settings: VerifySettings) -> Check:
     """Decide whether normalized text `b` is a near duplicate of normalized text `a`."""
+    if a == b:
+        return Check(True, 1.0)
     if min(len(a), len(b)) < settings.min_chars:
-        return Check(a == b, 1.0 if a == b else 0.0)
-    score, passes = similarity(grams_a, grams_b, len(a), len(b), settings)
-    if not passes:
+        return Check(False, 0.0, "short")  # too little content: only an exact copy matches
+    score, how = similarity(grams_a, grams_b, len(a), len(b), settings)
+    if how == "contained":
+        return Check(False, score, "contained" if settings.related_contained else None)
+    if not how:
         return Check(False, score)
     if a == b:
         return Check(True, score)

@@ -1,41 +1,22 @@
-"""`stream-dedup eval`: our engine and, with --compare, the anchors, on one labelled stream."""
+"""`stream-dedup eval`: our engine and, with --compare, the anchors, on one labelled stream; with
+--strategies, one row and one distance curve per fingerprint strategy (`compare.py`)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import tempfile
-from collections.abc import Sequence
+from pathlib import Path
 
 from ..config import Settings
-from ..engine import Engine
-from ..records import Message
-from ..state import open_store
+from ..errors import StreamDedupError
 from .anchors import MinHashLSHDetector, SimhashPackageDetector
+from .compare import Comparison, compare
 from .detector import Detector
 from .labelled import read_labelled
-from .report import render_json, render_text
-from .runner import Row, run
-
-
-class EngineDetector:
-    """The engine as an evaluation detector, with its state in RocksDB (or as configured)."""
-
-    name = "stream-dedup"
-
-    def __init__(self, settings: Settings, state_path: str) -> None:
-        store = open_store(settings.state.backend, state_path, settings.state.block_cache_mb,
-                           settings.state.sync_writes)
-        self.engine = Engine(settings, store)
-
-    def flags(self, batch: Sequence[Message]) -> list[bool]:
-        return [v.is_duplicate for v in self.engine.process(batch)]
-
-    def stage_seconds(self) -> dict[str, float]:
-        return dict(self.engine.stats.stage_seconds)
-
-    def close(self) -> None:
-        self.engine.close()
+from .ours import EngineDetector
+from .report import render_json, render_markdown, render_text
+from .runner import run
 
 
 def _progress(name: str) -> object:
@@ -46,20 +27,41 @@ def _progress(name: str) -> object:
     return show
 
 
+def _say(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
 def run_eval(args: argparse.Namespace, settings: Settings) -> int:
+    if args.plot and not args.strategies:
+        raise StreamDedupError("--plot draws one curve per strategy: add --strategies")
     labelled = read_labelled(args.input)
-    rows: list[Row] = []
+    found = Comparison()
     with tempfile.TemporaryDirectory(prefix="stream-dedup-eval-") as tmp:
-        ours = EngineDetector(settings, args.state or f"{tmp}/state")
-        try:
-            rows.append(run(ours, labelled, settings.engine.batch_size, _progress(ours.name)))
-        finally:
-            ours.close()
+        if args.strategies:
+            found = compare(labelled, settings, args.strategies, args.state or tmp, _say)
+        else:
+            ours = EngineDetector(settings, args.state or f"{tmp}/state")
+            try:
+                found.rows.append(run(ours, labelled, settings.engine.batch_size,
+                                      _progress(ours.name)))
+            finally:
+                ours.close()
     if args.compare:
         anchors: list[Detector] = [MinHashLSHDetector(0.4), MinHashLSHDetector(0.5),
                                    SimhashPackageDetector()]
         for detector in anchors:
-            rows.append(run(detector, labelled, settings.engine.batch_size,
-                            _progress(detector.name)))
-    print(render_json(rows) if args.json else render_text(rows))
+            found.rows.append(run(detector, labelled, settings.engine.batch_size,
+                                  _progress(detector.name)))
+    k = settings.index.max_distance
+    print(render_json(found.rows, found.curves, k) if args.json
+          else render_text(found.rows, found.curves, k))
+    title = Path(args.input).name
+    if args.markdown:
+        Path(args.markdown).write_text(render_markdown(found, k, title), encoding="utf-8")
+        _say(f"wrote {args.markdown}")
+    if args.plot:
+        from .plot import plot_curves
+
+        plot_curves(found.curves, k, title, args.plot)
+        _say(f"wrote {args.plot}")
     return 0

@@ -47,7 +47,7 @@ def fit(texts: Sequence[str], top_m: int, progress: Progress | None = None) -> C
 
 
 def _tell(progress: Progress | None, name: str, done: int, total: int) -> None:
-    if progress is not None and (done % 1000 == 0 or done == total):
+    if progress is not None and (done % 10_000 == 0 or done == total):
         progress(name, done, total)
 
 
