@@ -32,9 +32,9 @@ from . import meaning
 from .config import Settings
 from .docs import Doc, seq_key, ttl_key
 from .exact import ExactMatch, ExactStage, exact_key, exact_value, text_hash
+from .expiry import expire
 from .index.layout import hamming, make_layout
 from .index.probe import BatchProbe
-from .index.tables import remove_entries
 from .normalize import Normalizer
 from .records import Decision, Message, Verdict
 from .state.store import KVStore, WriteSet
@@ -142,7 +142,9 @@ class Engine:
         clock = time.perf_counter
         seconds = self.stats.stage_seconds
         t0 = clock()
-        self._expire(max(self._max_ts, max(m.timestamp_ms for m in messages)))
+        newest = max(self._max_ts, max(m.timestamp_ms for m in messages))
+        self.stats.expired += expire(self.store, self.settings, self._strategy, self._layout,
+                                     newest - self._window_ms)
         pending = [_Pending(m) for m in messages]
         fresh = self._replay(pending)
         t1 = clock()
@@ -329,53 +331,6 @@ class Engine:
                 self.stats.replayed += 1
         writes.put("meta", _META_COUNTERS, struct.pack(">Qq", self._next_seq, self._max_ts))
         self.store.write(writes)
-
-    def _posted(self, anchors: np.ndarray) -> np.ndarray:
-        """The anchors a message was posted under (see BatchProbe)."""
-        k = self.settings.index.anchors_stored
-        return anchors[:k] if k else anchors
-
-    # -- expiry ---------------------------------------------------------------------------
-
-    def _expire(self, newest_ts: int, limit: int = 50_000) -> None:
-        """Remove messages older than the window behind `newest_ts`, oldest first."""
-        cutoff = newest_ts - self._window_ms
-        if cutoff <= 0:
-            return
-        expired = []
-        for key, _ in self.store.scan("ttl", b"", ttl_key(cutoff, 0)):
-            expired.append(key)
-            if len(expired) >= limit:
-                break
-        if not expired:
-            return
-        seqs = [struct.unpack(">QQ", k)[1] for k in expired]
-        docs = [
-            Doc.decode(seq, data)
-            for seq, data in zip(seqs, self.store.get_many("docs", [seq_key(s) for s in seqs]),
-                                 strict=True)
-            if data is not None
-        ]
-        writes = WriteSet()
-        indexed = [d for d in docs if d.indexed]
-        if indexed:
-            texts = [d.text for d in indexed]
-            fps, owner = self._strategy(texts)
-            f = self.settings.fingerprint
-            anchors = fpr.anchors(fpr.Batch.of(texts), f.anchor_ngram, f.anchor_window)
-            remove_entries(self.store, self._layout, fps,
-                           np.array([d.seq for d in indexed], dtype=np.uint64)[owner],
-                           [self._posted(a) for a in anchors], writes)
-        hashes = [exact_key(d.text_hash) for d in docs]
-        for d, key, value in zip(docs, hashes, self.store.get_many("exact", hashes), strict=True):
-            if value is not None and struct.unpack(">Q", value[:8])[0] == d.seq:
-                writes.delete("exact", key)
-        for d in docs:
-            writes.delete("docs", seq_key(d.seq))
-            writes.delete("ids", d.verdict.id.encode())
-        writes.delete_range("ttl", b"", expired[-1] + b"\x00")
-        self.store.write(writes)
-        self.stats.expired += len(docs)
 
 
 def _unique(message_id: str, related: tuple[str, str, int, float] | None,
