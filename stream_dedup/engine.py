@@ -88,6 +88,7 @@ class Engine:
         )
         self._window_ms = int(settings.window.seconds * 1000)
         self._grams: dict[int, frozenset[int]] = {}
+        self._recent: dict[int, tuple[str, str, int, int]] = {}
         self.exact = ExactStage(settings.exact, settings.window.seconds, store)
         self._check_format()
         counters = store.get_many("meta", [_META_COUNTERS])[0]
@@ -263,15 +264,24 @@ class Engine:
 
     def _decide(self, near: list[_Pending], candidates: list[list[tuple[int, int, int]]],
                 in_batch: dict[int, _Pending]) -> None:
-        wanted = sorted({seq for cands in candidates for seq, _, _ in cands
-                         if seq not in in_batch})
-        stored = {  # seq -> (text, id, fingerprint)
-            seq: (text, ident, fp)
-            for seq, data in zip(wanted, self.store.get_many("docs", [seq_key(q) for q in wanted]),
-                                 strict=True)
-            if data is not None  # expired meanwhile
-            for ident, fp, text in (Doc.peek(data),)
-        }
+        recent = self._recent
+        live_from = self._max_ts - self._window_ms
+        stored: dict[int, tuple[str, str, int]] = {}  # seq -> (text, id, fingerprint)
+        wanted = []
+        for seq in {seq for cands in candidates for seq, _, _ in cands if seq not in in_batch}:
+            entry = recent.get(seq)
+            if entry is not None and entry[3] >= live_from:
+                stored[seq] = entry[:3]
+            else:
+                wanted.append(seq)
+        for seq, data in zip(wanted, self.store.get_many("docs", [seq_key(q) for q in wanted]),
+                             strict=True):
+            if data is not None:  # else expired meanwhile
+                ident, fp, text = Doc.peek(data)
+                stored[seq] = (text, ident, fp)
+        if len(recent) > 200_000:  # what recent batches indexed, so candidates skip the disk
+            recent.clear()
+        recent.update((p.seq, (p.text, p.msg.id, p.fp, p.msg.timestamp_ms)) for p in near)
         grams = self._grams
         if len(grams) > 200_000:  # bigram sets of recent candidates, reused across batches
             grams.clear()
