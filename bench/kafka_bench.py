@@ -110,7 +110,12 @@ def throughput(settings: Settings, lines: list[bytes], profile: bool) -> dict[st
     service = Service(settings, engine, source, KafkaSink(k, backoff), shutdown)
 
     def watch() -> None:
-        while group_lag(k.bootstrap_servers, k.group_id, k.input_topics) > 0:
+        while True:
+            try:
+                if group_lag(k.bootstrap_servers, k.group_id, k.input_topics) == 0:
+                    break
+            except Exception as exc:  # a coordinator still loading: ask again
+                print(f"    (lag not known yet: {exc})", file=sys.stderr)
             time.sleep(0.2)
         shutdown.request()
 

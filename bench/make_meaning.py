@@ -42,8 +42,8 @@ the order of whole clauses, says the same thing, and is a duplicate of its base.
 - `typo`: 1-2 characters replaced by a character of the same toneless pinyin (pypinyin, reading in
   the word's context), from a homophone table built from the corpus's own characters (seen >= 30
   times, one of the 6 most frequent homophones, as an input method offers them). Never inside a
-  name, place, organisation, abbreviation, number or time word (PKU nr/ns/nt/nz/j/m/t), never a
-  negator or a numeral character in or out.
+  name, place, organisation, abbreviation, number, measure or time word (PKU nr/ns/nt/nz/j/m/q/t),
+  never a negator or a numeral character in or out.
 Two classes combine in a fixed order (typo, dropped, reorder, trad, leadin, wrapper, spacing,
 invisible, markup); only edits that changed the text are named.
 
@@ -102,6 +102,7 @@ import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 from itertools import chain
 from pathlib import Path
 
@@ -147,12 +148,11 @@ NEG_CLASSES = ("number", "date", "entity", "negation", "antonym", "swap")
 
 NAME_TAGS = {"nr", "ns", "nt", "nz"}
 ENTITY_TAGS = ("nr", "ns", "nt")
-TYPO_SKIP_TAGS = NAME_TAGS | {"j", "m", "t", "w", "nx"}
+TYPO_SKIP_TAGS = NAME_TAGS | {"j", "m", "q", "t", "w", "nx"}
 ANTONYM_SKIP_TAGS = NAME_TAGS | {"j", "m", "t", "w", "q", "nx"}
 CLAUSE_PUNCT = "，；：。！？"
-PAIRED = set(
-    "“”‘’「」『』《》（）()【】〈〉[]\"'"
-)  # clauses holding these are not moved or dropped
+# Clauses holding these are never moved or dropped: a quotation or bracket would lose its pair.
+PAIRED = set("“”‘’「」『』《》（）()【】〈〉[]\"'")
 INVISIBLES = ("\u200b", "\u200c", "\u200d", "\u2060", "\u00ad", "\ufeff")
 HAN = re.compile(r"[\u4e00-\u9fff]")
 CLAUSE = re.compile(rf"[^{CLAUSE_PUNCT}]+[{CLAUSE_PUNCT}]+|[^{CLAUSE_PUNCT}]+$")
@@ -184,7 +184,8 @@ WRAPPERS = [
     "{comment}：「{text}」", "“{text}”——{comment}", "{comment}//「{text}」",
     "引用@{name}的话：「{text}」", "{comment}。回复@{name}：{text}",
 ]
-# General antonym pairs; both directions are used.
+# General antonym pairs, both directions used; no time words (those are dates) and no 不-words
+# (those are negations).
 ANTONYM_PAIRS = [
     ("上涨", "下跌"), ("涨", "跌"), ("上升", "下降"), ("升", "降"), ("增加", "减少"),
     ("增长", "下降"), ("增多", "减少"), ("提高", "降低"), ("提升", "降低"), ("扩大", "缩小"),
@@ -201,8 +202,8 @@ ANTONYM_PAIRS = [
     ("友好", "敌对"), ("丰收", "歉收"), ("恢复", "中断"), ("严格", "宽松"), ("放宽", "收紧"),
     ("大", "小"), ("多", "少"), ("高", "低"), ("新", "旧"), ("快", "慢"), ("长", "短"),
     ("早", "晚"), ("好", "坏"), ("冷", "热"), ("强", "弱"), ("难", "易"), ("最高", "最低"),
-    ("最大", "最小"), ("多数", "少数"), ("优势", "劣势"), ("国内", "国外"), ("上半年", "下半年"),
-    ("满意", "不满"), ("热烈", "冷淡"), ("收入", "支出"), ("输入", "输出"), ("入境", "出境"),
+    ("最大", "最小"), ("多数", "少数"), ("优势", "劣势"), ("国内", "国外"), ("热烈", "冷淡"),
+    ("收入", "支出"), ("输入", "输出"), ("入境", "出境"),
 ]
 # Time words (PKU t) that change into each other.
 DATE_GROUPS = [
@@ -280,12 +281,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def generate(seed: int, n: int) -> list[Line]:
     """The whole stream for a seed: read the corpus, pick distinct bases, arrange the messages."""
-    tagged = list(tagged_lines(corpus_path()))
-    lexicon = build_lexicon(tagged)
-    candidates = [s for tokens in tagged for s in sentences(tokens, MIN_CHARS, MAX_CHARS)]
+    sentences_, lexicon = load_corpus()
+    candidates = list(sentences_)
     random.Random(seed).shuffle(candidates)
     bases = distinct((s for s in candidates if plain(s.text)), n, MAX_SHARED_GRAMS)
     return build_stream(bases, n, lexicon, random.Random(seed + 1))
+
+
+@cache
+def load_corpus() -> tuple[tuple[Base, ...], Lexicon]:
+    """The corpus's sentences of 12-120 characters, in corpus order, and the lexicon drawn from
+    it; read once a process."""
+    tagged = list(tagged_lines(corpus_path()))
+    found = [s for tokens in tagged for s in sentences(tokens, MIN_CHARS, MAX_CHARS)]
+    return tuple(found), build_lexicon(tagged)
 
 
 def class_counts(lines: list[Line]) -> Counter[str]:
@@ -317,15 +326,18 @@ def key(text: str) -> str:
 
 
 def build_lexicon(tagged: list[list[Token]]) -> Lexicon:
-    units = Counter(chain.from_iterable(merge_names(tokens) for tokens in tagged))
+    units = Counter(chain.from_iterable(tagged))
     chars: Counter[str] = Counter()
     entities: dict[str, Counter[str]] = {tag: Counter() for tag in ENTITY_TAGS}
     for (word, tag), count in units.items():
         for c in word:
             if HAN.match(c):
                 chars[c] += count
-        if tag in entities and len(word) >= 2:
+        if tag in entities and tag != "nr" and len(word) >= 2:
             entities[tag][word] += count
+    for tokens in tagged:  # people's names: surname and given name merged
+        if any(tag == "nr" for _, tag in tokens):
+            entities["nr"].update(w for w, t in merge_names(tokens) if t == "nr" and len(w) >= 2)
     homophones: dict[str, list[str]] = defaultdict(list)
     for char, count in sorted(chars.items(), key=lambda item: (-item[1], item[0])):
         if count < HOMOPHONE_MIN_COUNT or char in NEGATORS or char in CN_NUMERALS:
@@ -843,7 +855,7 @@ def negation(base: Base, rng: random.Random, lexicon: Lexicon) -> str | None:
 def _predicate(tokens: tuple[Token, ...], i: int) -> bool:
     """A predicate that 不/没 can negate as it stands: not an adjective in front of its noun
     (白虎崽), not a reporting verb before its quote (他强调，), no 了/着/得 after it in the clause
-    (不反映了, 不发挥得淋漓尽致)."""
+    (不反映了, 不发挥得淋漓尽致), and no negator in it or after it in the clause (没有, 去不去)."""
     after_tag = tokens[i + 1][1] if i + 1 < len(tokens) else "w"
     rest = []
     for word, tag in tokens[i + 1 :]:
@@ -854,6 +866,7 @@ def _predicate(tokens: tuple[Token, ...], i: int) -> bool:
         not (tokens[i][1] == "a" and after_tag in {"n", "Ng"})
         and after_tag != "w"
         and not {"了", "着", "得"} & set(rest)  # 不参与签署了, 不发挥得淋漓尽致
+        and not any(NEGATORS & set(word) for word in [tokens[i][0], *rest])  # 没有, 去不去
     )
 
 

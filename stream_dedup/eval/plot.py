@@ -6,6 +6,7 @@ matplotlib is a dev extra, imported only here; the Agg backend draws without a d
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 from ..errors import StreamDedupError
@@ -15,6 +16,7 @@ _LAST_T = 32  # past half the bits every strategy flags nearly everything
 
 
 def plot_curves(curves: Sequence[Curve], k: int, title: str, path: str) -> None:
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)  # its font-cache notices
     try:
         import matplotlib
 

@@ -1,0 +1,44 @@
+from dataclasses import replace
+
+import pytest
+
+from stream_dedup.config import Settings
+from stream_dedup.eval.compare import ALL_STRATEGIES, compare, parse_strategies
+from stream_dedup.eval.labelled import LabelledMessage
+from stream_dedup.eval.report import as_json, render_markdown, render_text
+from stream_dedup.records import Message
+
+pytestmark = pytest.mark.unit
+
+STREAM = [
+    LabelledMessage(Message(f"m{i}", text, i), cluster, kind)
+    for i, (text, cluster, kind) in enumerate([
+        ("国家统计局今天发布了全国经济数据\n专家认为市场需求继续增长", "c0", "orig"),
+        ("今天天气很好我们去公园散步", "c1", "orig"),
+        ("专家认为市场需求继续增长\n国家统计局今天发布了全国经济数据", "c0", "dup:reorder"),
+        ("今天天气很好我们去公园散步吧", "c1", "dup:suffix"),
+    ])
+]
+
+
+def test_parse_strategies() -> None:
+    assert parse_strategies("all") == ALL_STRATEGIES
+    assert parse_strategies("simhash, drpkp,simhash") == ("simhash", "drpkp")
+    with pytest.raises(Exception, match="unknown strategy nope"):
+        parse_strategies("simhash,nope")
+
+
+def test_every_strategy_gets_a_row_and_a_curve(tmp_path) -> None:
+    settings = replace(Settings(), state=replace(Settings().state, backend="memory"))
+    said: list[str] = []
+    found = compare(STREAM, settings, ("simhash", "tfidf", "drpkp"), str(tmp_path), said.append)
+    assert [r.method for r in found.rows] == ["simhash", "tfidf", "drpkp"]
+    assert [c.method for c in found.curves] == ["simhash", "tfidf", "drpkp"]
+    assert any("own texts" in note for note in found.notes)
+    assert any("paragraphs" in note for note in found.notes)
+    assert (tmp_path / "stats.npz").exists()
+    text = render_text(found.rows, found.curves, 3)
+    assert "fingerprint alone" in text
+    assert as_json(found.rows, found.curves, 3)["fingerprint_only"][2]["method"] == "drpkp"
+    markdown = render_markdown(found, 3, "tiny")
+    assert markdown.startswith("## tiny") and "| drpkp |" in markdown
