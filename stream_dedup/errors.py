@@ -6,8 +6,11 @@ one-line message for people instead of a traceback::
     StreamDedupError
     ├── ConfigError        a setting is wrong: carries the key and what is allowed
     ├── InputError         an input file cannot be read at all: carries the path (and line)
-    └── StateError         the state directory cannot be opened or written (RocksDB's errors
-                           are translated into this in one place, state/rocksdb.py)
+    ├── StateError         the state directory cannot be opened or written (RocksDB's errors
+    │                      are translated into this in one place, state/rocksdb.py)
+    └── ServiceError       the streaming service cannot run as configured: a topic is missing,
+                           the metrics port is taken, the local broker does not start (also
+                           importable as stream_dedup.kafka.ServiceError)
 
 Bad *records* inside an otherwise readable input are not errors: they become dead letters
 (`records.DeadLetter`) with a reason, and processing goes on.
@@ -45,3 +48,8 @@ class InputError(StreamDedupError):
 
 class StateError(StreamDedupError):
     """The state directory cannot be opened, read or written."""
+
+
+class ServiceError(StreamDedupError):
+    """The streaming service cannot run as configured: a topic is missing, the metrics port is
+    taken, the broker script is not there, the broker does not start."""

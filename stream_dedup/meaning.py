@@ -34,6 +34,7 @@ MEANING_CLASSES = ("number", "date", "entity", "negation", "antonym", "swap")
 
 _NUMERALS = frozenset("0123456789零〇一二三四五六七八九十百千万亿两")
 _DATE_UNITS = frozenset("年月日号时点分秒周")
+_DIGIT_RUN = re.compile(r"\d+")
 _WEEKDAY = re.compile(r"(?:星期|礼拜|周)[一二三四五六日天]")
 _NEGATIONS = frozenset("不没無无非未别莫勿否")
 # Negators that stand alone before a verb or adjective in modern Chinese; the others (无, 非, 莫,
@@ -48,7 +49,7 @@ _NOT_NEGATING = frozenset(
 )
 _ENTITY_TAGS = frozenset({"nr", "nrt", "nrfg", "ns", "nt", "nz"})
 _TIME_TAGS = frozenset({"t"})
-_MOVED_MIN = 4  # characters: shorter moved spans are words trading places, longer are clauses
+_SWAP_MAX = 6  # characters: moved spans up to this long are words trading places, longer clauses
 _MATERIAL_MIN = 5  # characters: a longer span added or cut inside the text is material
 
 
@@ -106,6 +107,7 @@ class _Lexicon:
         jieba.initialize()
         self.freq = jieba.dt.FREQ
         self.tags = jieba.posseg.dt.word_tag_tab
+        self._posseg = jieba.posseg.lcut
         self._lazy_pinyin = lazy_pinyin
         self.antonyms: set[tuple[str, str]] = set()
         text = (Path(__file__).parent / "data" / "antonyms.txt").read_text(encoding="utf-8")
@@ -134,6 +136,17 @@ class _Lexicon:
                 if e - s > end - start and self.is_word(text[s:e]):
                     found.append(text[s:e])
         return found
+
+    def names_at(self, text: str, start: int, end: int) -> bool:
+        """Whether jieba's tagger (HMM on, for names outside the dictionary) reads a person,
+        place or organisation name over text[start:end]; run on a small window only."""
+        lo = max(0, start - 3)
+        at = lo
+        for token in self._posseg(text[lo : end + 3]):
+            if at < end and at + len(token.word) > start and token.flag in _ENTITY_TAGS:
+                return True
+            at += len(token.word)
+        return False
 
     def tagged(self, words: list[str], tags: frozenset[str]) -> bool:
         return any(self.tags.get(w) in tags for w in words)
@@ -168,16 +181,20 @@ def _has_numeral(text: str) -> bool:
     return any(c in _NUMERALS for c in text)
 
 
-def _moved(a: str, b: str, spans: list[tuple[str, int, int, int, int]]) -> dict[int, str]:
-    """Indexes of spans that are text moved elsewhere: 'swap' or 'reorder'."""
+def _moved(a: str, b: str, spans: list[tuple[str, int, int, int, int]],
+           lex: _Lexicon) -> dict[int, str]:
+    """Indexes of spans that are text moved elsewhere: 'swap' when what moved is a word (two
+    words trading places), 'reorder' when it is more (a clause)."""
     kinds: dict[int, str] = {}
     for x, (_, xi1, xi2, xj1, xj2) in enumerate(spans):
         for y in range(x + 1, len(spans)):
             _, yi1, yi2, yj1, yj2 = spans[y]
             out_x, in_x, out_y, in_y = a[xi1:xi2], b[xj1:xj2], a[yi1:yi2], b[yj1:yj2]
-            if out_x and out_x == in_y and in_x == out_y:
-                short = max(len(out_x), len(in_x)) < _MOVED_MIN and in_x
-                kinds[x] = kinds[y] = "swap" if short else "reorder"
+            if (out_x or in_x) and out_x == in_y and in_x == out_y:
+                moved = [t for t in (out_x, in_x) if t]
+                word = all(len(t) <= _SWAP_MAX and (lex.is_word(t) or lex.tags.get(t))
+                           for t in moved)
+                kinds[x] = kinds[y] = "swap" if word else "reorder"
     return kinds
 
 
@@ -223,7 +240,8 @@ def _replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: _L
         return "antonym"  # before pronunciation: 买/卖 sound alike
     if len(part_a) == len(part_b) and lex.pinyin(part_a) == lex.pinyin(part_b):
         return "typo"  # same pronunciation: an input-method typo
-    if len(word_a) > len(part_a) and lex.is_word(word_a) and len(word_b) == len(part_b):
+    if (len(word_a) > len(part_a) and lex.is_word(word_a)
+            and not (len(word_b) > 1 and lex.is_word(word_b))):
         return "typo"  # the earlier text's word is broken, and no word took its place
     if (_has_numeral(part_a) and _has_numeral(part_b)) or _has_digit(part_a + part_b):
         return _number_kind(a, b, span, lex)
@@ -235,6 +253,8 @@ def _replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: _L
         return "negation"
     if lex.tagged(words_a, _ENTITY_TAGS) and lex.tagged(words_b, _ENTITY_TAGS):
         return "entity"  # one name for another; a typo rarely makes a name of a name
+    if min(len(part_a), len(part_b)) >= 2 and lex.names_at(a, i1, i2) and lex.names_at(b, j1, j2):
+        return "entity"  # names the dictionary lacks, recognised by jieba's tagger
     return "typo" if max(len(part_a), len(part_b)) <= 2 else "edit"
 
 
@@ -252,8 +272,8 @@ def _added_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: _Lexi
     beside = text[start - 1 : start] + text[end : end + 1]
     if any(c.isdigit() for c in part) or (_has_numeral(part) and _has_numeral(beside)):
         return _number_kind(a, b, span, lex)
-    if _is_negation(text, start, end, lex):
-        return "negation"
+    if part in _LONE_NEGATORS or _is_negation(text, start, end, lex):
+        return "negation"  # a lone 不/没/未/别 inserted or dropped negates whatever follows
     return "typo"
 
 
@@ -274,10 +294,25 @@ def classify(a: str, b: str) -> list[Span]:
     """Every span in which normalized text `b` differs from normalized text `a`, classified."""
     lex = _lexicon()
     spans = _contained(a, b) or [op for op in opcodes(a, b) if op[0] != "equal"]
-    moved = _moved(a, b, spans)
+    moved = _moved(a, b, spans, lex)
     out = []
     for n, span in enumerate(spans):
         judge = _replaced_kind if span[0] == "replace" else _added_kind
         kind = moved.get(n) or judge(a, b, span, lex)
         out.append(Span(span[0], span[1], span[2], span[3], span[4], kind))
-    return out
+    return _numbers_moved(a, b, out, lex)
+
+
+def _numbers_moved(a: str, b: str, spans: list[Span], lex: _Lexicon) -> list[Span]:
+    """Numbers that changed inside material or a reordering: when the digits taken out and the
+    digits put in differ, the spans that carry digits are number (or date) changes."""
+    out_digits = sorted(_DIGIT_RUN.findall("|".join(a[s.i1 : s.i2] for s in spans)))
+    in_digits = sorted(_DIGIT_RUN.findall("|".join(b[s.j1 : s.j2] for s in spans)))
+    if not out_digits or not in_digits or out_digits == in_digits:
+        return spans
+    return [
+        Span(s.op, s.i1, s.i2, s.j1, s.j2,
+             _number_kind(a, b, (s.op, s.i1, s.i2, s.j1, s.j2), lex))
+        if not s.changes_meaning and _has_digit(a[s.i1 : s.i2] + b[s.j1 : s.j2]) else s
+        for s in spans
+    ]

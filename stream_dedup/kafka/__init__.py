@@ -19,12 +19,11 @@ assumes one process beyond that directory: offsets live in Kafka, verdicts in th
 
 Modules, edges outside-in: `source` (consumer, commits, rebalances), `sink` (producer, acks),
 `route` and `headers` (pure: records and verdicts to output records), `service` (the loop),
-`topics` (admin), `produce` (file -> topic), `broker` and `demo` (the local demo).
+`observe` (what the loop reports to: metrics and readiness, or nothing), `topics` (admin),
+`produce` (file -> topic), `broker` and `demo` (the local demo), `run` (`stream-dedup run`: the
+engine, the edges, the metrics port and the signals wired together).
 """
 
-from ..errors import StreamDedupError
+from ..errors import ServiceError
 
-
-class ServiceError(StreamDedupError):
-    """The streaming service cannot run as configured: a topic is missing, the broker script is
-    not there, the broker does not start."""
+__all__ = ["ServiceError"]

@@ -13,7 +13,7 @@ import subprocess
 from pathlib import Path
 from types import TracebackType
 
-from . import ServiceError
+from ..errors import ServiceError
 
 log = logging.getLogger(__name__)
 REPO = Path(__file__).resolve().parents[2]

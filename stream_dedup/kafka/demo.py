@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ..config import KafkaSettings, Settings
-from . import ServiceError
+from ..errors import ServiceError
 from .broker import REPO, LocalBroker
 from .produce import produce_file
 from .topics import configured_topics, create_topics, group_lag, record_counts

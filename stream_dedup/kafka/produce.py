@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from kafka import KafkaProducer
 
 from ..files import read_lines
-from . import ServiceError
+from ..errors import ServiceError
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,14 +28,20 @@ def is_retriable(exc: BaseException) -> bool:
     return isinstance(exc, KafkaError) and bool(getattr(exc, "retriable", False))
 
 
+def _ignore(what: str, exc: BaseException) -> None:
+    return
+
+
 @dataclass(frozen=True, slots=True)
 class Backoff:
-    """Waits between attempts; `give_up` is asked before each wait."""
+    """Waits between attempts; `give_up` is asked before each wait, `on_retry(what, error)` is
+    told of each failed attempt that `call` retries (the service counts them as broker errors)."""
 
     first_s: float
     max_s: float
     give_up: Callable[[], bool] = lambda: False
     sleep: Callable[[float], None] = time.sleep
+    on_retry: Callable[[str, BaseException], None] = _ignore
 
     def call(self, what: str, step: Callable[[], T]) -> T:
         """Run `step` until it succeeds; raise GaveUp when `give_up()` turns true first."""
@@ -51,6 +57,7 @@ class Backoff:
                     raise GaveUp(f"{what}: {exc}") from exc
                 log.warning("%s failed, retrying attempt=%d wait_s=%.1f error=%s",
                             what, attempt, delay, exc)
+                self.on_retry(what, exc)
             self.wait(delay)
             delay = min(delay * 2, self.max_s)
             attempt += 1

@@ -28,7 +28,7 @@ from typing import Protocol
 
 from ..config import Settings
 from ..records import Message, Verdict
-from . import ServiceError
+from ..errors import ServiceError
 from .retry import GaveUp, Shutdown
 from .route import InputRecord, Output, decode_batch, next_offsets, route
 

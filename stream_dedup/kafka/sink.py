@@ -3,7 +3,8 @@
 The producer is idempotent with ``acks=all`` (kafka-python 3.0's defaults, set explicitly here so
 the guarantee does not hang on a library default). `deliver` returns only when the broker has
 acknowledged every output of the batch, re-sending what failed with backoff, so the service can
-commit input offsets right after it.
+commit input offsets right after it. Each attempt that leaves outputs unacknowledged is one
+`produce` error in the metrics, and makes the broker "not reachable" until a poll succeeds.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from kafka import KafkaProducer
 from kafka.errors import KafkaError, KafkaTimeoutError
 
 from ..config import KafkaSettings
+from .observe import BROKER_REACHABLE, NULL_METER, NULL_READY, Meter, Ready
 from .retry import Backoff, GaveUp, is_retriable
 from .route import Output
 
@@ -27,9 +29,12 @@ WAIT_LOG_EVERY_S = 5.0
 class KafkaSink:
     """Writes output records and waits for their acknowledgements."""
 
-    def __init__(self, settings: KafkaSettings, backoff: Backoff) -> None:
+    def __init__(self, settings: KafkaSettings, backoff: Backoff, metrics: Meter = NULL_METER,
+                 ready: Ready = NULL_READY) -> None:
         self.settings = settings
         self.backoff = backoff
+        self.metrics = metrics
+        self.ready = ready
         self.producer: KafkaProducer = backoff.call("connecting the producer", self._connect)
 
     def _connect(self) -> KafkaProducer:
@@ -69,9 +74,12 @@ class KafkaSink:
                 if f is None or f.failed():
                     error = f.exception if f is not None else KafkaTimeoutError("send blocked")
                     if not is_retriable(error):
+                        self.metrics.count_error("produce")
                         raise error
                     failed.append(o)
             if failed:
+                self.metrics.count_error("produce")
+                self.ready.set(BROKER_REACHABLE, False, f"delivery failed: {error}")
                 if self.backoff.give_up():
                     raise GaveUp(f"delivering {len(failed)} outputs")
                 log.warning("delivery failed, re-sending outputs=%d wait_s=%.1f error=%s",
@@ -86,6 +94,7 @@ class KafkaSink:
                                       timestamp_ms=o.timestamp_ms)
         except KafkaError as exc:
             if not is_retriable(exc):
+                self.metrics.count_error("produce")
                 raise
             return None
 

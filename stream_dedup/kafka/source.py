@@ -5,13 +5,16 @@ and a rebalance only runs inside `poll`, so when partitions are revoked everythi
 already committed. The listener logs the change; a commit refused because the group moved on
 (`CommitFailedError`) is logged and dropped, and that batch is replayed by the partitions' next
 owner, safely (the state knows the ids).
+
+Readiness: "partitions assigned" follows the listener (false while this member owns nothing);
+"broker reachable" turns true after each poll that did not fail and false on one that did.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
@@ -24,6 +27,7 @@ from kafka.errors import (
 )
 
 from ..config import KafkaSettings
+from .observe import BROKER_REACHABLE, NULL_METER, NULL_READY, PARTITIONS_ASSIGNED, Meter, Ready
 from .retry import Backoff
 from .route import InputRecord
 
@@ -35,17 +39,27 @@ _REFUSED = (CommitFailedError, RebalanceInProgressError, IllegalGenerationError,
 
 
 class _Listener(ConsumerRebalanceListener):
+    """Logs each change and tells `owned` what this member owns after it."""
+
+    def __init__(self, assignment: Callable[[], set[TopicPartition]],
+                 owned: Callable[[set[TopicPartition]], None]) -> None:
+        self.assignment = assignment
+        self.owned = owned
+
     def on_partitions_revoked(self, revoked: Sequence[TopicPartition]) -> None:
         if revoked:
             log.info("partitions revoked (all done on them is committed) partitions=%s",
                      _names(revoked))
+        self.owned(self.assignment() - set(revoked))
 
     def on_partitions_assigned(self, assigned: Sequence[TopicPartition]) -> None:
         log.info("partitions assigned partitions=%s", _names(assigned))
+        self.owned(self.assignment() | set(assigned))
 
     def on_partitions_lost(self, lost: Sequence[TopicPartition]) -> None:
         log.warning("partitions lost (evicted from the group; uncommitted work is replayed by "
                     "the next owner) partitions=%s", _names(lost))
+        self.owned(self.assignment() - set(lost))
 
 
 def _timestamp(r: InputRecord) -> int:
@@ -59,11 +73,15 @@ def _names(tps: Sequence[TopicPartition]) -> str:
 class KafkaSource:
     """Polls batches of records from the input topics and commits what was done."""
 
-    def __init__(self, settings: KafkaSettings, backoff: Backoff) -> None:
+    def __init__(self, settings: KafkaSettings, backoff: Backoff, metrics: Meter = NULL_METER,
+                 ready: Ready = NULL_READY) -> None:
         self.settings = settings
         self.backoff = backoff
+        self.metrics = metrics
+        self.ready = ready
         self.consumer: KafkaConsumer = backoff.call("connecting the consumer", self._connect)
-        self.consumer.subscribe(list(settings.input_topics), listener=_Listener())
+        self.consumer.subscribe(list(settings.input_topics),
+                                listener=_Listener(self._assignment, self._owned))
         log.info("consumer subscribed topics=%s group=%s bootstrap=%s",
                  ",".join(settings.input_topics), settings.group_id, settings.bootstrap_servers)
 
@@ -90,6 +108,13 @@ class KafkaSource:
             max_partition_fetch_bytes=PARTITION_FETCH_BYTES,
         )
 
+    def _assignment(self) -> set[TopicPartition]:
+        return set(self.consumer.assignment() or ())
+
+    def _owned(self, partitions: set[TopicPartition]) -> None:
+        self.ready.set(PARTITIONS_ASSIGNED, bool(partitions),
+                       "" if partitions else "this member owns no input partition")
+
     def topics(self) -> set[str]:
         """Names of the topics the cluster has."""
         return self.backoff.call("listing topics", self.consumer.topics)
@@ -112,11 +137,14 @@ class KafkaSource:
                 got = self.consumer.poll(timeout_ms=left_ms,
                                          max_records=s.poll_batch_size - len(out))
             except KafkaError as exc:
+                self.metrics.count_error("broker")
+                self.ready.set(BROKER_REACHABLE, False, f"poll failed: {exc}")
                 if not exc.retriable:
                     raise
                 log.warning("poll failed, retrying error=%s", exc)
                 self.backoff.wait(s.retry_backoff_s)
                 break
+            self.ready.set(BROKER_REACHABLE, True)
             for records in got.values():
                 out.extend(records)
             if left_ms == 0:
@@ -140,6 +168,23 @@ class KafkaSource:
                         "partitions' owner error=%s", exc)
             return False
         return True
+
+    def lags(self) -> dict[tuple[str, int], int]:
+        """Records after this consumer's position, per owned partition: the high watermark of
+        the last fetch minus the position, both known locally (no request to the broker).
+        Partitions not fetched from yet (no high watermark) are left out."""
+        lags: dict[tuple[str, int], int] = {}
+        for tp in self._assignment():
+            high = self.consumer.highwater(tp)
+            if high is None:
+                continue
+            try:
+                position = self.consumer.position(tp, timeout_ms=0)
+            except KafkaError:  # revoked meanwhile, or an offset reset pending
+                continue
+            if position is not None:
+                lags[(tp.topic, tp.partition)] = max(high - position, 0)
+        return lags
 
     def close(self) -> None:
         """Leave the group (the partitions move at once instead of after the session timeout)."""

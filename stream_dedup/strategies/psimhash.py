@@ -39,7 +39,8 @@ def position_slots(positions: np.ndarray) -> np.ndarray:
 
 
 def pbdr(rows: int, occurrence_row: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    """Sig' of `rows` words as ±1 rows: occurrence k of word occurrence_row[k] is at positions[k]."""
+    """Sig' of `rows` words as ±1 rows; occurrence k, of word occurrence_row[k], is at
+    positions[k]."""
     v = np.zeros((rows, 64))
     np.add.at(v, (occurrence_row, position_slots(positions)), 1.0)
     v -= v.mean(axis=1, keepdims=True)

@@ -1,6 +1,6 @@
 import pytest
 
-from stream_dedup.normalize import PARAGRAPH_BREAK, NormalizeSettings, Normalizer
+from stream_dedup.normalize import PARAGRAPH_BREAK, Normalizer, NormalizeSettings
 
 pytestmark = pytest.mark.unit
 KEEP = Normalizer(NormalizeSettings(paragraphs=True))

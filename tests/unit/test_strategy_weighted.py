@@ -1,9 +1,12 @@
 import numpy as np
 import pytest
 
+from stream_dedup.config import InputSettings
+from stream_dedup.decode import decode
+from stream_dedup.normalize import PARAGRAPH_BREAK
 from stream_dedup.strategies.stats import CorpusStats
-from stream_dedup.strategies.weighted import length_weight, weights_003
-from stream_dedup.strategies.words import Bag
+from stream_dedup.strategies.weighted import WeightedSimhash, length_weight, weights_003
+from stream_dedup.strategies.words import Bag, word_hashes
 
 pytestmark = pytest.mark.unit
 
@@ -36,3 +39,21 @@ def test_an_unseen_word_counts_as_in_one_document() -> None:
     stats = stats_of(["经济"], [10], 10)
     idf = stats.idf(stats.ids(["没见过"]))
     assert idf.tolist() == pytest.approx([np.log10(10 + 0.01)])
+
+
+def test_a_records_title_becomes_its_first_line() -> None:
+    settings = InputSettings(title_field="meta.title")
+    out = decode('{"text": "正文", "meta": {"title": "标题"}}'.encode(), "s", "f", 0, settings)
+    assert getattr(out, "text", None) == "标题\n正文"
+    plain = decode('{"text": "正文"}'.encode(), "s", "f", 0, settings)
+    assert getattr(plain, "text", None) == "正文"
+
+
+def test_title_words_weigh_more_with_the_title_on() -> None:
+    # 发展 (verb, POS 2) and 经济 (noun, POS 3) both twice, same IDF. Without a title 经济 weighs
+    # more (1+3 > 1+2) and every bit is its hash's; in the title 发展 gains 5 (1+2+5 > 1+3).
+    text = "发展" + PARAGRAPH_BREAK + "经济经济发展"
+    stats = stats_of(["经济", "发展"], [1, 1], 10)
+    hashes = word_hashes(["经济", "发展"]).tolist()
+    assert WeightedSimhash(stats, title=False)([text])[0].tolist() == [hashes[0]]
+    assert WeightedSimhash(stats, title=True)([text])[0].tolist() == [hashes[1]]
