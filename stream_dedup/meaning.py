@@ -108,6 +108,7 @@ class _Lexicon:
         self.freq = jieba.dt.FREQ
         self.tags = jieba.posseg.dt.word_tag_tab
         self._posseg = jieba.posseg.lcut
+        self._cut = jieba.lcut
         self._lazy_pinyin = lazy_pinyin
         self.antonyms: set[tuple[str, str]] = set()
         text = (Path(__file__).parent / "data" / "antonyms.txt").read_text(encoding="utf-8")
@@ -148,6 +149,14 @@ class _Lexicon:
             at += len(token.word)
         return False
 
+    def segment(self, text: str) -> list[str]:
+        """Words by jieba's dictionary (no HMM: fast, and stable between the two texts)."""
+        return self._cut(text, HMM=False)
+
+    def words_tagged(self, text: str, tags: frozenset[str]) -> list[str]:
+        """The multi-character dictionary words of `text` whose tag is one of `tags`."""
+        return [w for w in self._cut(text, HMM=False) if len(w) > 1 and self.tags.get(w) in tags]
+
     def tagged(self, words: list[str], tags: frozenset[str]) -> bool:
         return any(self.tags.get(w) in tags for w in words)
 
@@ -183,18 +192,18 @@ def _has_numeral(text: str) -> bool:
 
 def _moved(a: str, b: str, spans: list[tuple[str, int, int, int, int]],
            lex: _Lexicon) -> dict[int, str]:
-    """Indexes of spans that are text moved elsewhere: 'swap' when what moved is a word (two
-    words trading places), 'reorder' when it is more (a clause)."""
+    """Indexes of spans that are text moved elsewhere: 'swap' when two words trade places,
+    'reorder' when one unit (a clause) moved."""
     kinds: dict[int, str] = {}
     for x, (_, xi1, xi2, xj1, xj2) in enumerate(spans):
         for y in range(x + 1, len(spans)):
             _, yi1, yi2, yj1, yj2 = spans[y]
             out_x, in_x, out_y, in_y = a[xi1:xi2], b[xj1:xj2], a[yi1:yi2], b[yj1:yj2]
             if (out_x or in_x) and out_x == in_y and in_x == out_y:
-                moved = [t for t in (out_x, in_x) if t]
+                crossed = out_x and in_x  # two words traded places; else one unit moved
                 word = all(len(t) <= _SWAP_MAX and (lex.is_word(t) or lex.tags.get(t))
-                           for t in moved)
-                kinds[x] = kinds[y] = "swap" if word else "reorder"
+                           for t in (out_x, in_x))
+                kinds[x] = kinds[y] = "swap" if crossed and word else "reorder"
     return kinds
 
 
@@ -294,13 +303,75 @@ def classify(a: str, b: str) -> list[Span]:
     """Every span in which normalized text `b` differs from normalized text `a`, classified."""
     lex = _lexicon()
     spans = _contained(a, b) or [op for op in opcodes(a, b) if op[0] != "equal"]
+    order = _reordered(a, b, lex)
+    if order:
+        return [Span(op[0], op[1], op[2], op[3], op[4], order) for op in spans]
     moved = _moved(a, b, spans, lex)
     out = []
     for n, span in enumerate(spans):
         judge = _replaced_kind if span[0] == "replace" else _added_kind
         kind = moved.get(n) or judge(a, b, span, lex)
         out.append(Span(span[0], span[1], span[2], span[3], span[4], kind))
-    return _numbers_moved(a, b, out, lex)
+    return _changed_in_material(a, b, out, lex)
+
+
+def _changed_in_material(a: str, b: str, spans: list[Span], lex: _Lexicon) -> list[Span]:
+    """Meaning changes hidden in material or a reordering: when the numbers, names or time
+    words taken out and those put in both exist and differ, the benign spans that carry them
+    are number (date), entity or date changes. Material only added or only dropped, or moved
+    unchanged, stays benign."""
+    benign = [s for s in spans if not s.changes_meaning]
+    taken = "|".join(a[s.i1 : s.i2] for s in benign)
+    put = "|".join(b[s.j1 : s.j2] for s in benign)
+    if not taken.strip("|") or not put.strip("|"):
+        return spans
+    kinds: dict[int, str] = {}
+    if _differ(_DIGIT_RUN.findall(taken), _DIGIT_RUN.findall(put)):
+        for s in benign:
+            if _has_digit(a[s.i1 : s.i2] + b[s.j1 : s.j2]):
+                kinds[id(s)] = _number_kind(a, b, (s.op, s.i1, s.i2, s.j1, s.j2), lex)
+    for tags, kind in ((_ENTITY_TAGS, "entity"), (_TIME_TAGS, "date")):
+        if _differ(lex.words_tagged(taken, tags), lex.words_tagged(put, tags)):
+            for s in benign:
+                here = a[s.i1 : s.i2] + "|" + b[s.j1 : s.j2]
+                if id(s) not in kinds and lex.words_tagged(here, tags):
+                    kinds[id(s)] = kind
+    return [Span(s.op, s.i1, s.i2, s.j1, s.j2, kinds[id(s)]) if id(s) in kinds else s
+            for s in spans]
+
+
+def _differ(out: list[str], put: list[str]) -> bool:
+    return bool(out) and bool(put) and sorted(out) != sorted(put)
+
+
+def _reordered(a: str, b: str, lex: _Lexicon) -> str | None:
+    """When b has exactly a's characters in another order: "swap" if words trade places (a
+    word replaced by another in the word alignment), "reorder" if a run of words (a clause)
+    moved as a whole (only taken out in one place and put in at another)."""
+    if len(a) != len(b) or sorted(a) != sorted(b):
+        return None
+    words_a, words_b = lex.segment(a), lex.segment(b)
+    ops = [(tag, i2 - i1, j2 - j1) for tag, i1, i2, j1, j2
+           in SequenceMatcher(None, words_a, words_b, autojunk=False).get_opcodes()
+           if tag != "equal"]
+    exchanged = any(tag == "replace" and max(n, m) <= 2 for tag, n, m in ops)
+    return "swap" if exchanged else "reorder"
+
+
+def classify(a: str, b: str) -> list[Span]:
+    """Every span in which normalized text `b` differs from normalized text `a`, classified."""
+    lex = _lexicon()
+    spans = _contained(a, b) or [op for op in opcodes(a, b) if op[0] != "equal"]
+    order = _reordered(a, b, lex)
+    if order:
+        return [Span(op[0], op[1], op[2], op[3], op[4], order) for op in spans]
+    moved = _moved(a, b, spans, lex)
+    out = []
+    for n, span in enumerate(spans):
+        judge = _replaced_kind if span[0] == "replace" else _added_kind
+        kind = moved.get(n) or judge(a, b, span, lex)
+        out.append(Span(span[0], span[1], span[2], span[3], span[4], kind))
+    return _changed_in_material(a, b, out, lex)
 
 
 def _numbers_moved(a: str, b: str, spans: list[Span], lex: _Lexicon) -> list[Span]:

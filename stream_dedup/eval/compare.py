@@ -13,6 +13,7 @@ normalizes the same either way).
 
 from __future__ import annotations
 
+import argparse
 import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -40,8 +41,6 @@ def parse_strategies(value: str) -> tuple[str, ...]:
     names = tuple(dict.fromkeys(n.strip() for n in value.split(",") if n.strip()))
     unknown = [n for n in names if n not in ALL_STRATEGIES]
     if unknown or not names:
-        import argparse
-
         raise argparse.ArgumentTypeError(
             f"unknown strategy {', '.join(unknown) or repr(value)} "
             f"(choose all, or from: {', '.join(ALL_STRATEGIES)})")

@@ -26,6 +26,7 @@ from ..config import KafkaSettings, Settings
 from ..errors import ServiceError
 from .broker import REPO, LocalBroker
 from .produce import produce_file
+from .run import metrics_url
 from .topics import configured_topics, create_topics, group_lag, record_counts
 
 log = logging.getLogger(__name__)
@@ -159,18 +160,23 @@ def run_demo(settings: Settings, config: str | None, input_path: Path, port: int
             duplicates = counts[k.duplicates_topic] if k.duplicates_topic else 0
             summary = Summary(counts[k.input_topics[0]], counts[k.output_topic], duplicates,
                               counts[k.dead_letter_topic], seconds)
-            print_summary(summary, k, input_path, service.log_path, out)
+            url = metrics_url(settings.metrics) if settings.metrics.port else None
+            print_summary(summary, k, input_path, service.log_path, url, out)
             if as_json:
                 print(json.dumps(summary.as_json()), file=out)
             if keep_running:
-                wait_for_person(k, service, err)
+                wait_for_person(k, service, url, err)
         finally:
             service.stop()
     return summary
 
 
 def print_summary(s: Summary, k: KafkaSettings, input_path: Path, log_path: Path,
-                  out: TextIO) -> None:
+                  metrics: str | None, out: TextIO) -> None:
+    """The summary for people; `metrics` is the URL of the service's metrics (None: off)."""
+    where = (f"{metrics} (Prometheus text; /healthz and /readyz beside it), while the service "
+             "runs (--keep-running keeps it up)" if metrics
+             else "no metrics port (metrics.port is 0)")
     rows = [
         ("in", f"{s.records_in:,} records from {input_path.name} ({k.input_topics[0]})"),
         ("out", f"{s.out:,} unique ({k.output_topic})"),
@@ -179,21 +185,23 @@ def print_summary(s: Summary, k: KafkaSettings, input_path: Path, log_path: Path
         ("dedup rate", f"{s.dedup_rate:.1%} of the readable messages"),
         ("throughput", f"{s.msgs_per_s:,.0f} msgs/s end to end ({s.seconds:.1f} s from the "
                        "first record sent to the last offset committed)"),
-        ("metrics", f"per-step timings in the service log {log_path}; a Prometheus endpoint "
-                    "comes with issue 5"),
+        ("metrics", where),
+        ("service log", f"{log_path} (running totals every minute, per-step timings)"),
     ]
     print("stream-dedup demo", file=out)
     for name, text in rows:
         print(f"  {name:<13}{text}", file=out)
 
 
-def wait_for_person(k: KafkaSettings, service: ServiceProcess, err: TextIO) -> None:
+def wait_for_person(k: KafkaSettings, service: ServiceProcess, metrics: str | None,
+                    err: TextIO) -> None:
     """Keep everything up until Ctrl-C, saying how to feed and watch it."""
     print(f"\nrunning; feed it:  stream-dedup produce FILE --topic {k.input_topics[0]} "
           f"--bootstrap {k.bootstrap_servers}\n"
           f"watch it:          kcat -C -b {k.bootstrap_servers} -t {k.output_topic} "
           "-f '%h %s\\n'\n"
-          "Ctrl-C stops the service and the broker this demo started.", file=err)
+          + (f"metrics:           curl -s {metrics}\n" if metrics else "")
+          + "Ctrl-C stops the service and the broker this demo started.", file=err)
     try:
         while True:
             service.check_alive()

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from kafka import KafkaProducer
 
-from ..files import read_lines
 from ..errors import ServiceError
+from ..files import read_lines
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,6 @@
-"""`stream-dedup run`: wire the engine, the consumer and the producer into the service, with
-signal handling, and run it until SIGTERM or SIGINT."""
+"""`stream-dedup run`: wire the engine, the consumer, the producer, the metrics and the
+metrics port (`/metrics`, `/healthz`, `/readyz`) into the service, with signal handling, and run it
+until SIGTERM or SIGINT."""
 
 from __future__ import annotations
 
@@ -7,9 +8,15 @@ import logging
 import signal
 from types import FrameType
 
-from ..config import Settings
+from prometheus_client import CollectorRegistry
+
+from ..config import MetricsSettings, Settings
 from ..engine import Engine
+from ..errors import ServiceError
+from ..health import MetricsServer, Readiness
+from ..metrics import ServiceMetrics
 from ..state import open_store
+from .observe import BROKER_REACHABLE, CONDITIONS, STATE_OPEN
 from .retry import Backoff, Shutdown, Throttle
 from .service import Service, ServiceStats
 from .sink import KafkaSink
@@ -33,6 +40,28 @@ def quiet_kafka_logs() -> None:
         handler.addFilter(only_kafka)
 
 
+def metrics_url(m: MetricsSettings, port: int | None = None) -> str:
+    """Where a person or a scraper on this machine reads the metrics of `stream-dedup run`."""
+    host = "127.0.0.1" if m.address in ("0.0.0.0", "", "::") else m.address
+    host = f"[{host}]" if ":" in host else host
+    return f"http://{host}:{port or m.port}/metrics"
+
+
+def start_metrics_port(metrics: ServiceMetrics, m: MetricsSettings,
+                       ready: Readiness) -> MetricsServer | None:
+    """The HTTP server of the metrics port, or None when `metrics.port` is 0."""
+    if not m.port:
+        log.info("metrics port off (metrics.port is 0)")
+        return None
+    try:
+        server = metrics.serve(m.port, m.address, ready)
+    except OSError as exc:
+        raise ServiceError(f"cannot serve the metrics on {m.address}:{m.port}: {exc} (set "
+                           "metrics.port to a free port, or 0 for none)") from exc
+    log.info("metrics url=%s health=/healthz ready=/readyz", metrics_url(m, server.port))
+    return server
+
+
 def serve(settings: Settings, state_path: str | None = None) -> ServiceStats:
     """Run the service in this (main) thread until SIGTERM/SIGINT; returns its totals."""
     k = settings.kafka
@@ -42,19 +71,30 @@ def serve(settings: Settings, state_path: str | None = None) -> ServiceStats:
         log.info("%s received: finishing the batch, then stopping", signal.Signals(signum).name)
         shutdown.request()
 
+    metrics = ServiceMetrics(CollectorRegistry(), settings, topics=k.input_topics)
+    ready = Readiness(*CONDITIONS)
+
+    def on_retry(what: str, exc: BaseException) -> None:
+        metrics.count_error("broker")
+        ready.set(BROKER_REACHABLE, False, f"{what} failed: {exc}")
+
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    server = None
     try:
-        backoff = Backoff(k.retry_backoff_s, k.retry_backoff_max_s, shutdown.expired)
+        server = start_metrics_port(metrics, settings.metrics, ready)
+        backoff = Backoff(k.retry_backoff_s, k.retry_backoff_max_s, shutdown.expired,
+                          on_retry=on_retry)
         st = settings.state
         engine = Engine(settings, open_store(st.backend, state_path or st.path,
                                              st.block_cache_mb, st.sync_writes))
+        ready.set(STATE_OPEN, True)
         try:
-            source = KafkaSource(k, backoff)
-            sink = KafkaSink(k, backoff)
+            source = KafkaSource(k, backoff, metrics, ready)
+            sink = KafkaSink(k, backoff, metrics, ready)
         except BaseException:
             engine.close()
             raise
-        service = Service(settings, engine, source, sink, shutdown)
+        service = Service(settings, engine, source, sink, shutdown, metrics, ready)
         try:
             service.check_topics()
         except BaseException:
@@ -65,5 +105,7 @@ def serve(settings: Settings, state_path: str | None = None) -> ServiceStats:
                  k.duplicates_topic, k.dead_letter_topic)
         return service.run()
     finally:
+        if server is not None:
+            server.close()
         for s, handler in previous.items():
             signal.signal(s, handler)

@@ -15,6 +15,10 @@ the engine then returns each message's first verdict (`replayed`), so the same o
 written again: at-least-once, never lost, never "a duplicate of itself".
 Stopping (SIGTERM/SIGINT via `Shutdown.request`) lets the current batch finish steps 4-6 within
 `kafka.shutdown_timeout_s`, then closes the consumer, the producer and the engine.
+
+Reporting (`observe.Meter`, nothing by default): the batch is counted once step 5 has returned
+(its outputs are acknowledged), a refused commit after step 6, and then the lag of every owned
+partition. A log line of running totals goes out every `PROGRESS_EVERY_S`, and one at the end.
 """
 
 from __future__ import annotations
@@ -27,19 +31,22 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..config import Settings
-from ..records import Message, Verdict
 from ..errors import ServiceError
+from ..records import Message, Verdict
+from .observe import NULL_METER, NULL_READY, STATE_OPEN, Meter, Ready
 from .retry import GaveUp, Shutdown
 from .route import InputRecord, Output, decode_batch, next_offsets, route
 
 log = logging.getLogger(__name__)
-STEPS = ("poll", "decode", "engine", "deliver", "commit")
-PROGRESS_EVERY_S = 10.0
+# Wall time per loop step; "metrics" is the reporting after steps 5 and 6.
+STEPS = ("poll", "decode", "engine", "deliver", "commit", "metrics")
+PROGRESS_EVERY_S = 60.0
 
 
 class Source(Protocol):
     def poll(self) -> list[InputRecord]: ...
     def commit(self, offsets: dict[tuple[str, int], int]) -> bool: ...
+    def lags(self) -> dict[tuple[str, int], int]: ...
     def topics(self) -> set[str]: ...
     def close(self) -> None: ...
 
@@ -70,25 +77,34 @@ class ServiceStats:
     started: float = field(default_factory=time.monotonic)
 
     def line(self) -> str:
-        """One log line: counts, rate and where the time went."""
+        """The running totals as ``key=value`` fields: counts since the start, the mean rate
+        over `elapsed_s`, and the seconds spent in each loop step (`STEPS`)."""
         elapsed = max(time.monotonic() - self.started, 1e-9)
         busy = " ".join(f"{k}_s={v:.1f}" for k, v in self.seconds.items())
         return (f"records={self.records} unique={self.outputs['unique']} "
                 f"duplicates={self.duplicates} dead_letters={self.outputs['dead_letter']} "
                 f"replayed={self.replayed} batches={self.batches} "
+                f"refused_commits={self.refused_commits} elapsed_s={elapsed:.0f} "
                 f"msgs_per_s={self.records / elapsed:.0f} {busy}")
 
 
 class Service:
-    """Runs the loop until `shutdown` is requested; see the module docstring for the steps."""
+    """Runs the loop until `shutdown` is requested; see the module docstring for the steps.
+
+    `metrics` is told of every batch (`ServiceMetrics` reads the running totals and the state of
+    `engine`, so it gets the real `Engine`); `ready` loses "state open" when the service stops.
+    """
 
     def __init__(self, settings: Settings, engine: Decider, source: Source, sink: Sink,
-                 shutdown: Shutdown) -> None:
+                 shutdown: Shutdown, metrics: Meter = NULL_METER,
+                 ready: Ready = NULL_READY) -> None:
         self.settings = settings
         self.engine = engine
         self.source = source
         self.sink = sink
         self.shutdown = shutdown
+        self.metrics = metrics
+        self.ready = ready
         self.stats = ServiceStats()
 
     def check_topics(self) -> None:
@@ -131,6 +147,8 @@ class Service:
         t1 = clock()
         seconds["poll"] += t1 - t0
         if not records:
+            self.metrics.set_lag(self.source.lags())  # owned partitions change while idle too
+            seconds["metrics"] += clock() - t1
             return 0
         # 2. Decode: a message or a dead letter per record.
         decoded = decode_batch(records, self.settings.input)
@@ -146,12 +164,29 @@ class Service:
         self.sink.deliver(outputs)
         t4 = clock()
         seconds["deliver"] += t4 - t3
+        self._observe(records, verdicts, outputs)
+        t5 = clock()
         # 6. Commit the next offsets, only now.
-        if not self.source.commit(next_offsets(records)):
+        committed = self.source.commit(next_offsets(records))
+        t6 = clock()
+        seconds["commit"] += t6 - t5
+        if not committed:
             self.stats.refused_commits += 1
-        seconds["commit"] += clock() - t4
+            self.metrics.count_error("commit")
+        self.metrics.set_lag(self.source.lags())
+        seconds["metrics"] += clock() - t6 + t5 - t4
         self._count(records, verdicts, outputs)
         return len(records)
+
+    def _observe(self, records: Sequence[InputRecord], verdicts: Sequence[Verdict],
+                 outputs: Sequence[Output]) -> None:
+        """Tell the metrics of a batch whose outputs the broker has acknowledged."""
+        now_ms = time.time() * 1000
+        self.metrics.observe_batch(
+            self.engine, verdicts,
+            dead_letters=sum(o.kind == "dead_letter" for o in outputs),
+            topic_counts=Counter(r.topic for r in records),
+            e2e_latencies_s=[(now_ms - o.timestamp_ms) / 1000 for o in outputs])
 
     def _count(self, records: Sequence[InputRecord], verdicts: Sequence[Verdict],
                outputs: Sequence[Output]) -> None:
@@ -165,6 +200,7 @@ class Service:
     def close(self) -> None:
         """Leave the group, close the producer, checkpoint and close the state. Each is tried
         even when an earlier one fails; the first failure is raised after all were tried."""
+        self.ready.set(STATE_OPEN, False, "the service is stopping")
         first: Exception | None = None
         for what, close in (("consumer", self.source.close), ("producer", self.sink.close),
                             ("engine", self.engine.close)):

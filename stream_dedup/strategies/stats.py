@@ -31,7 +31,8 @@ _ARRAYS = ("words", "df", "left_entropy", "right_entropy", "pair_keys", "pair_ja
 
 @dataclass(frozen=True)
 class CorpusStats:
-    """Fitted statistics. `pair_keys` are sorted ``(i << 32) | j`` with word ids i < j."""
+    """Fitted statistics, never empty (`fit` refuses a corpus without words). `pair_keys` are
+    sorted ``(i << 32) | j`` with word ids i < j."""
 
     docs: int
     words: np.ndarray  # str, word id -> word

@@ -6,6 +6,7 @@ import dataclasses
 import gzip
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -166,10 +167,12 @@ def file_mode_uniques(settings: Settings, messages: Sequence[Message]) -> set[st
     return unique
 
 
-def service_env(settings: Settings, state: Path) -> dict[str, str]:
-    """Environment that points `stream-dedup run` (a subprocess) at these settings."""
+def service_env(settings: Settings, state: Path, metrics_port: int = 0) -> dict[str, str]:
+    """Environment that points `stream-dedup run` (a subprocess) at these settings; the metrics
+    port is off unless one is given (tests running at once would all want the default 9108)."""
     k = settings.kafka
-    env = {**os.environ, "STREAM_DEDUP__STATE__PATH": str(state)}
+    env = {**os.environ, "STREAM_DEDUP__STATE__PATH": str(state),
+           "STREAM_DEDUP__METRICS__PORT": str(metrics_port)}
     for f in dataclasses.fields(k):
         value = getattr(k, f.name)
         env[f"STREAM_DEDUP__KAFKA__{f.name.upper()}"] = (
@@ -178,8 +181,22 @@ def service_env(settings: Settings, state: Path) -> dict[str, str]:
     return env
 
 
-def start_service(settings: Settings, state: Path, log: Path) -> subprocess.Popen:
+def start_service(settings: Settings, state: Path, log: Path, metrics_port: int = 0,
+                  log_format: str = "human") -> subprocess.Popen:
     """`stream-dedup run` as a child process, its log appended to `log`."""
     out = open(log, "ab")  # noqa: SIM115 (inherited by the child; closed with the test)
-    return subprocess.Popen([sys.executable, "-m", "stream_dedup.cli", "run"],
-                            env=service_env(settings, state), stdout=out, stderr=out)
+    return subprocess.Popen(
+        [sys.executable, "-m", "stream_dedup.cli", "--log-format", log_format, "run"],
+        env=service_env(settings, state, metrics_port), stdout=out, stderr=out)
+
+
+def stop_service(proc: subprocess.Popen, log: Path, timeout_s: float = 60.0) -> None:
+    """SIGTERM, and the service must exit 0 within `timeout_s`."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        code = proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise AssertionError(f"the service did not stop within {timeout_s:.0f} s of SIGTERM"
+                             ) from None
+    assert code == 0, f"exit {code}:\n{log.read_text(errors='replace')[-3000:]}"

@@ -3,9 +3,9 @@ a real Kafka run. PromQL over Prometheus's HTTP API must count what the service 
 and every expression of the Grafana dashboard and of the alert rules must find its series in
 that Prometheus, so a renamed metric or label breaks the build.
 
-The service runs in a thread of this process with the metrics wired as `MeteredService` shows:
-`observe_batch` once a batch's outputs are acknowledged, `set_lag` after each commit,
-`count_error` on failed deliveries and refused commits, readiness from the consumer's state.
+The service is the real one: `stream-dedup --log-format json run` in a subprocess with
+`STREAM_DEDUP__METRICS__PORT` set, wired by `stream_dedup.kafka.run.serve`; its own summary is the
+"stopped" log line it writes when SIGTERM stops it.
 """
 
 from __future__ import annotations
@@ -17,13 +17,12 @@ import re
 import shutil
 import socket
 import subprocess
-import threading
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,22 +35,11 @@ from kafka_helpers import (
     produce,
     read_topic,
     service_settings,
+    start_service,
+    stop_service,
     stream_lines,
     wait_drained,
 )
-from prometheus_client import CollectorRegistry
-
-from stream_dedup.config import Settings
-from stream_dedup.engine import Engine
-from stream_dedup.health import Readiness
-from stream_dedup.kafka.retry import Backoff, Shutdown
-from stream_dedup.kafka.route import InputRecord, Output
-from stream_dedup.kafka.service import Service
-from stream_dedup.kafka.sink import KafkaSink
-from stream_dedup.kafka.source import KafkaSource
-from stream_dedup.metrics import ServiceMetrics
-from stream_dedup.records import Message, Verdict
-from stream_dedup.state import open_store
 
 REPO = Path(__file__).resolve().parents[2]
 DASHBOARD = REPO / "deploy/grafana/dashboards/stream-dedup.json"
@@ -115,117 +103,43 @@ def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]
                        check=False)
 
 
-def partition_lags(consumer: Any) -> dict[tuple[str, int], int]:
-    """High watermark - position of every owned partition that has been fetched from."""
-    lags = {}
-    for tp in consumer.assignment() or ():
-        high, position = consumer.highwater(tp), consumer.position(tp, timeout_ms=0)
-        if high is not None and position is not None:
-            lags[(tp.topic, tp.partition)] = max(high - position, 0)
-    return lags
+def read_ready(port: int) -> tuple[int, str] | None:
+    """(status, body) of the service's /readyz, or None while nothing answers on the port."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+    except (urllib.error.URLError, ConnectionError):
+        return None
 
 
-class MeteredService:
-    """The service in a background thread, its metrics on the metrics port.
+def readiness_until_ready(port: int, proc: subprocess.Popen, timeout_s: float
+                          ) -> list[tuple[int, str]]:
+    """Every /readyz answer that differs from the one before, from the first until 200."""
+    seen: list[tuple[int, str]] = []
+    deadline = time.monotonic() + timeout_s
+    while not seen or seen[-1][0] != 200:
+        assert proc.poll() is None, f"the service exited with {proc.returncode}"
+        assert time.monotonic() < deadline, f"not ready after {timeout_s} s: {seen}"
+        answer = read_ready(port)
+        if answer is not None and (not seen or answer != seen[-1]):
+            seen.append(answer)
+        time.sleep(0.02)
+    return seen
 
-    The service's steps are wrapped (engine, source, sink) to make the metric calls the service
-    itself is to make, at the same points: after delivery, after commit, on failures.
-    """
 
-    def __init__(self, settings: Settings, state: Path, metrics_port: int) -> None:
-        k = settings.kafka
-        self.registry = CollectorRegistry()
-        self.metrics = ServiceMetrics(self.registry, settings, topics=k.input_topics)
-        self.ready = Readiness("state open", "broker reachable", "partitions assigned")
-        self.server = self.metrics.serve(metrics_port, "127.0.0.1", self.ready)
-        self.shutdown = Shutdown(k.shutdown_timeout_s)
-        backoff = Backoff(k.retry_backoff_s, k.retry_backoff_max_s, self.shutdown.expired)
-        self.engine = Engine(settings, open_store(settings.state.backend, str(state)))
-        self.ready.set("state open", True)
-        self.source = KafkaSource(k, backoff)
-        self.records: Sequence[InputRecord] = ()
-        self.verdicts: Sequence[Verdict] = ()
-        sink = _Sink(self, KafkaSink(k, backoff))
-        self.service = Service(settings, _Engine(self), _Source(self), sink, self.shutdown)
-        self.service.check_topics()
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def start(self) -> None:
-        self.thread.start()
-
-    def _run(self) -> None:
+def service_summary(log: Path) -> dict[str, float]:
+    """The fields of the last "stopped ..." line of a JSON service log: the service's totals."""
+    for line in reversed(log.read_text(errors="replace").splitlines()):
         try:
-            self.service.run()
-        except BaseException as exc:
-            self.error = exc
-
-    def stop(self) -> None:
-        self.shutdown.request()
-        self.thread.join(60)
-        self.server.close()
-        assert not self.thread.is_alive(), "the service did not stop"
-        assert self.error is None, f"the service failed: {self.error!r}"
-
-
-class _Engine:
-    def __init__(self, run: MeteredService) -> None:
-        self.run = run
-
-    def process(self, messages: Sequence[Message]) -> list[Verdict]:
-        verdicts = self.run.engine.process(messages)
-        self.run.verdicts = verdicts
-        return verdicts
-
-    def close(self) -> None:
-        self.run.engine.close()
-
-
-class _Source:
-    def __init__(self, run: MeteredService) -> None:
-        self.run = run
-
-    def poll(self) -> list[InputRecord]:
-        records = self.run.source.poll()
-        self.run.records = records
-        self.run.ready.set("broker reachable", True)
-        owned = self.run.source.consumer.assignment()
-        self.run.ready.set("partitions assigned", bool(owned), "" if owned else "none yet")
-        return records
-
-    def commit(self, offsets: dict[tuple[str, int], int]) -> bool:
-        committed = self.run.source.commit(offsets)
-        if not committed:
-            self.run.metrics.count_error("commit")
-        self.run.metrics.set_lag(partition_lags(self.run.source.consumer))
-        return committed
-
-    def topics(self) -> set[str]:
-        return self.run.source.topics()
-
-    def close(self) -> None:
-        self.run.source.close()
-
-
-class _Sink:
-    def __init__(self, run: MeteredService, sink: KafkaSink) -> None:
-        self.run, self.sink = run, sink
-
-    def deliver(self, outputs: Sequence[Output]) -> None:
-        try:
-            self.sink.deliver(outputs)
-        except Exception:
-            self.run.metrics.count_error("produce")
-            raise
-        now_ms = time.time() * 1000
-        self.run.metrics.observe_batch(
-            self.run.engine, self.run.verdicts,
-            dead_letters=sum(o.kind == "dead_letter" for o in outputs),
-            topic_counts=Counter(r.topic for r in self.run.records),
-            e2e_latencies_s=[(now_ms - o.timestamp_ms) / 1000 for o in outputs])
-
-    def close(self) -> None:
-        self.sink.close()
+            record = json.loads(line)
+        except ValueError:
+            continue  # not a log record (a warning printed by Python itself)
+        if record.get("message", "").startswith("stopped "):
+            return {k: float(v) for k, v in record.items()
+                    if k not in ("time", "level", "logger", "message")}
+    pytest.fail(f"no 'stopped' line in {log}")
 
 
 def dashboard_queries() -> list[tuple[str, str]]:
@@ -259,10 +173,11 @@ def as_bool(expr: str) -> str:
     return COMPARISON.sub(r" \1 bool ", expr)
 
 
-def wait_scraped(prometheus: Prometheus, expr: str, value: float, timeout_s: float) -> None:
-    """Until `expr` (one series) reaches `value` in Prometheus."""
+def wait_scraped(prometheus: Prometheus, expr: str, value: float, timeout_s: float,
+                 done: Callable[[float, float], bool] = lambda got, want: got >= want) -> None:
+    """Until `expr` (one series) reaches `value` in Prometheus (`done(got, value)`)."""
     deadline = time.monotonic() + timeout_s
-    while not (got := prometheus.query(expr)) or float(got[0]["value"][1]) < value:
+    while not (got := prometheus.query(expr)) or not done(float(got[0]["value"][1]), value):
         assert time.monotonic() < deadline, f"{expr} is {got}, not {value}, after {timeout_s} s"
         time.sleep(0.5)
 
@@ -276,23 +191,25 @@ def test_prometheus_counts_what_the_service_counted(prometheus, kafka_bootstrap,
         lines.insert(rng.randrange(len(lines) + 1), raw)
     topics = make_topics(unique_topic, input_partitions=3)
     settings = service_settings(kafka_bootstrap, topics, f"prom-{uuid.uuid4().hex[:8]}")
-    run = MeteredService(settings, tmp_path / "state", prometheus.metrics_port)
+    log = tmp_path / "service.log"
+    port = prometheus.metrics_port
+    proc = start_service(settings, tmp_path / "state", log, metrics_port=port, log_format="json")
     try:
-        ready = urllib.request.Request(f"http://127.0.0.1:{prometheus.metrics_port}/readyz")
-        with pytest.raises(urllib.error.HTTPError) as not_ready:
-            urllib.request.urlopen(ready, timeout=5)
-        assert not_ready.value.code == 503
-        assert b"partitions assigned: not yet" in not_ready.value.read()
+        # The port answers before the state is open; ready once the group assigned partitions.
+        answers = readiness_until_ready(port, proc, timeout_s=60)
+        first = answers[0]
+        assert first[0] == 503 and "partitions assigned: not yet" in first[1], answers
         # Prometheus hands new targets to its scrapers every 5 s: wait until it scrapes.
         wait_scraped(prometheus, 'max(up{job="stream-dedup"})', 1, timeout_s=20)
-        run.start()
         # Spread over ~3 s so Prometheus sees the counters move over several scrapes.
         produce(kafka_bootstrap, topics["input"], lines, rate=1000.0)
-        wait_drained(settings, timeout_s=60, alive=run.thread.is_alive)
-        with urllib.request.urlopen(ready, timeout=5) as resp:
-            assert resp.status == 200
+        wait_drained(settings, timeout_s=60, alive=lambda: proc.poll() is None)
+        assert read_ready(port) == (200, "ready\n")
         wait_scraped(prometheus, 'sum(stream_dedup_messages_in_total{job="stream-dedup"})',
                      len(lines), timeout_s=20)
+        # Every input read: the lag of each partition falls to 0 (set after the last commit).
+        wait_scraped(prometheus, "max(stream_dedup_consumer_lag_records)", 0, timeout_s=20,
+                     done=lambda got, want: got <= want)
         # rate() and deriv() need two samples in their range; scrapes that timed out while the
         # service was busy left gaps: wait for a few more.
         wait_scraped(prometheus, 'min(count_over_time(stream_dedup_build_info[1m]))', 5,
@@ -301,25 +218,36 @@ def test_prometheus_counts_what_the_service_counted(prometheus, kafka_bootstrap,
                    for v in ("unique", "exact", "near", "dead_letter")}
         scraped_in = prometheus.scalar("sum(stream_dedup_messages_in_total)")
         scraped_replayed = prometheus.scalar("sum(stream_dedup_replayed_total)")
+        scraped_e2e = prometheus.scalar("sum(stream_dedup_end_to_end_latency_seconds_count)")
+        scraped_commit_errors = prometheus.scalar(
+            'sum(stream_dedup_errors_total{kind="commit"})')
+        lag_series = len(prometheus.query("stream_dedup_consumer_lag_records"))
         queries = dashboard_queries() + [(a, as_bool(e)) for a, e in alert_rules()]
         missing = [(what, expr) for what, expr in queries if not prometheus.query(expr)]
         for _, expr in alert_rules():
             prometheus.query(expr)  # as written: a PromQL error fails here
         rules = [r for g in prometheus.get("/api/v1/rules")["data"]["groups"] for r in g["rules"]]
     finally:
-        run.stop()
+        stop_service(proc, log)
 
-    stats = run.service.stats  # the service's own summary
-    assert scraped_in == stats.records == len(lines)
-    assert scraped["unique"] == stats.outputs["unique"]
-    assert scraped["exact"] + scraped["near"] == stats.duplicates == stats.outputs["duplicate"]
-    assert scraped["dead_letter"] == stats.outputs["dead_letter"] == 30
-    assert scraped_replayed == stats.replayed
+    summary = service_summary(log)  # the service's own totals
+    duplicates_topic = len(read_topic(kafka_bootstrap, topics["duplicates"]))
+    print(f"\nservice summary: {summary}\nPromQL: {scraped_in:.0f} in, {scraped}, "
+          f"{scraped_replayed:.0f} replayed, {scraped_e2e:.0f} end-to-end latencies, "
+          f"{lag_series} lag series; dashboard and alert expressions: {len(queries)}, "
+          f"without a series: {missing}")
+    assert scraped_in == summary["records"] == len(lines)
+    assert scraped["unique"] == summary["unique"]
+    assert scraped["exact"] + scraped["near"] == summary["duplicates"] == duplicates_topic
+    assert scraped["dead_letter"] == summary["dead_letters"] == 30
+    assert scraped_replayed == summary["replayed"]
+    assert scraped_commit_errors == summary["refused_commits"]
+    # One latency per acknowledged output: unique + duplicates + dead letters.
+    assert scraped_e2e == summary["unique"] + summary["duplicates"] + summary["dead_letters"]
+    assert lag_series == 3, "one lag series per input partition"
     # And what the broker holds agrees with both.
     assert len(read_topic(kafka_bootstrap, topics["output"])) == scraped["unique"]
     assert len(read_topic(kafka_bootstrap, topics["dead"])) == scraped["dead_letter"]
-    print(f"\nPromQL: {scraped_in:.0f} in, {scraped}; dashboard and alert expressions: "
-          f"{len(queries)}, without a series: {missing}")
     assert not missing, "expressions that found no series: " + "; ".join(
         f"{what}: {expr}" for what, expr in missing)
     assert len(rules) == len(alert_rules())

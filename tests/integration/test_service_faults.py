@@ -8,12 +8,10 @@ exactly (multi-partition runs are covered by test_service.py).
 from __future__ import annotations
 
 import random
-import signal
 import subprocess
 import time
 import uuid
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from kafka_helpers import (
@@ -25,6 +23,7 @@ from kafka_helpers import (
     read_topic,
     service_settings,
     start_service,
+    stop_service,
     stream_lines,
     wait_drained,
 )
@@ -45,16 +44,6 @@ def _wait_lag_below(settings, threshold: int, proc: subprocess.Popen, timeout_s:
         assert proc.poll() is None, f"service exited with {proc.returncode}"
         assert time.monotonic() < deadline, f"lag stayed at {lag} (waiting for < {threshold})"
         time.sleep(0.05)
-
-
-def _stop(proc: subprocess.Popen, log: Path) -> None:
-    proc.send_signal(signal.SIGTERM)
-    try:
-        code = proc.wait(60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        raise AssertionError("the service did not stop within 60 s of SIGTERM") from None
-    assert code == 0, f"exit {code}:\n{log.read_text(errors='replace')[-3000:]}"
 
 
 def _check_nothing_lost(settings, topics, lines) -> tuple[int, int]:
@@ -101,7 +90,7 @@ def test_kill9_the_service_three_times(kafka_bootstrap, unique_topic, tmp_path):
     try:
         wait_drained(settings, timeout_s=120, alive=lambda: proc.poll() is None)
     finally:
-        _stop(proc, log)
+        stop_service(proc, log)
     twice, distinct = _check_nothing_lost(settings, topics, lines)
     print(f"\ncrash test: {len(lines)} records, SIGKILL after ~{kills} committed; 0 lost, "
           f"{distinct} ids emitted, {twice} records emitted twice (replayed after a kill)")
@@ -126,7 +115,7 @@ def test_broker_killed_and_restarted_mid_run(kafka_bootstrap, unique_topic, tmp_
     finally:
         # The broker must be up for later tests whatever happened here.
         subprocess.run([*script, "start"], check=False, capture_output=True, timeout=180)
-        _stop(proc, log)
+        stop_service(proc, log)
     twice, _ = _check_nothing_lost(settings, topics, lines)
     text = log.read_text(errors="replace")
     said = ("not acknowledged yet", "failed, retrying", "re-sending")
