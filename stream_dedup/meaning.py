@@ -299,22 +299,6 @@ def _contained(a: str, b: str) -> list[tuple[str, int, int, int, int]]:
     return [span for span in spans if span[2] > span[1] or span[4] > span[3]]
 
 
-def classify(a: str, b: str) -> list[Span]:
-    """Every span in which normalized text `b` differs from normalized text `a`, classified."""
-    lex = _lexicon()
-    spans = _contained(a, b) or [op for op in opcodes(a, b) if op[0] != "equal"]
-    order = _reordered(a, b, lex)
-    if order:
-        return [Span(op[0], op[1], op[2], op[3], op[4], order) for op in spans]
-    moved = _moved(a, b, spans, lex)
-    out = []
-    for n, span in enumerate(spans):
-        judge = _replaced_kind if span[0] == "replace" else _added_kind
-        kind = moved.get(n) or judge(a, b, span, lex)
-        out.append(Span(span[0], span[1], span[2], span[3], span[4], kind))
-    return _changed_in_material(a, b, out, lex)
-
-
 def _changed_in_material(a: str, b: str, spans: list[Span], lex: _Lexicon) -> list[Span]:
     """Meaning changes hidden in material or a reordering: when the numbers, names or time
     words taken out and those put in both exist and differ, the benign spans that carry them
@@ -373,17 +357,3 @@ def classify(a: str, b: str) -> list[Span]:
         out.append(Span(span[0], span[1], span[2], span[3], span[4], kind))
     return _changed_in_material(a, b, out, lex)
 
-
-def _numbers_moved(a: str, b: str, spans: list[Span], lex: _Lexicon) -> list[Span]:
-    """Numbers that changed inside material or a reordering: when the digits taken out and the
-    digits put in differ, the spans that carry digits are number (or date) changes."""
-    out_digits = sorted(_DIGIT_RUN.findall("|".join(a[s.i1 : s.i2] for s in spans)))
-    in_digits = sorted(_DIGIT_RUN.findall("|".join(b[s.j1 : s.j2] for s in spans)))
-    if not out_digits or not in_digits or out_digits == in_digits:
-        return spans
-    return [
-        Span(s.op, s.i1, s.i2, s.j1, s.j2,
-             _number_kind(a, b, (s.op, s.i1, s.i2, s.j1, s.j2), lex))
-        if not s.changes_meaning and _has_digit(a[s.i1 : s.i2] + b[s.j1 : s.j2]) else s
-        for s in spans
-    ]
