@@ -314,14 +314,21 @@ def _changed_in_material(a: str, b: str, spans: list[Span], lex: _Lexicon) -> li
         for s in benign:
             if _has_digit(a[s.i1 : s.i2] + b[s.j1 : s.j2]):
                 kinds[id(s)] = _number_kind(a, b, (s.op, s.i1, s.i2, s.j1, s.j2), lex)
+    inside = [s for s in benign if not _at_edge(a, b, s)]  # lead-ins and wrappers name sources
+    taken = "|".join(a[s.i1 : s.i2] for s in inside)
+    put = "|".join(b[s.j1 : s.j2] for s in inside)
     for tags, kind in ((_ENTITY_TAGS, "entity"), (_TIME_TAGS, "date")):
         if _differ(lex.words_tagged(taken, tags), lex.words_tagged(put, tags)):
-            for s in benign:
+            for s in inside:
                 here = a[s.i1 : s.i2] + "|" + b[s.j1 : s.j2]
                 if id(s) not in kinds and lex.words_tagged(here, tags):
                     kinds[id(s)] = kind
     return [Span(s.op, s.i1, s.i2, s.j1, s.j2, kinds[id(s)]) if id(s) in kinds else s
             for s in spans]
+
+
+def _at_edge(a: str, b: str, s: Span) -> bool:
+    return s.op != "replace" and (s.i1 == 0 or s.j1 == 0 or s.i2 == len(a) or s.j2 == len(b))
 
 
 def _differ(out: list[str], put: list[str]) -> bool:

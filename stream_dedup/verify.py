@@ -68,11 +68,10 @@ def verify(a: str, b: str, grams_a: frozenset[int], grams_b: frozenset[int],
     if min(len(a), len(b)) < settings.min_chars:
         return Check(False, 0.0, "short")  # too little content: only an exact copy matches
     score, how = similarity(grams_a, grams_b, len(a), len(b), settings)
-    if how == "contained":
+    excerpt = settings.min_excerpt_chars <= len(b) < len(a)  # the later text taken from inside
+    if how == "contained" and not excerpt:
         return Check(False, score, "contained" if settings.related_contained else None)
     if not how:
         return Check(False, score)
-    if a == b:
-        return Check(True, score)
     changes = sorted({s.kind for s in classify(a, b)} & settings.meaning_classes)
     return Check(not changes, score, ",".join(changes) or None)

@@ -45,10 +45,6 @@ XFAIL = {
     "news-032": "short template: '美国前国防部长' vs '美国防部长' (two people)",
     # near misses judged dup: a verbatim excerpt or truncation of an earlier review is
     # classified 'related: contained' (the rule meant for a headline followed by its lead)
-    "reviews-122": "excerpt: one item of the earlier review's numbered list",
-    "reviews-123": "excerpt: the earlier review's second sentence",
-    "reviews-128": "truncation: the earlier review's first sentence",
-    "reviews-129": "truncation: the earlier review's opening part",
 }
 
 
