@@ -314,7 +314,8 @@ def _changed_in_material(a: str, b: str, spans: list[Span], lex: _Lexicon) -> li
         for s in benign:
             if _has_digit(a[s.i1 : s.i2] + b[s.j1 : s.j2]):
                 kinds[id(s)] = _number_kind(a, b, (s.op, s.i1, s.i2, s.j1, s.j2), lex)
-    inside = [s for s in benign if not _at_edge(a, b, s)]  # lead-ins and wrappers name sources
+    # Lead-ins and wrappers name their sources; one-character changes are the spans' own business.
+    inside = [s for s in benign if not _at_edge(a, b, s) and max(s.i2 - s.i1, s.j2 - s.j1) > 1]
     taken = "|".join(a[s.i1 : s.i2] for s in inside)
     put = "|".join(b[s.j1 : s.j2] for s in inside)
     for tags, kind in ((_ENTITY_TAGS, "entity"), (_TIME_TAGS, "date")):
