@@ -260,8 +260,12 @@ def _replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: _L
         return "date"  # one time word for another (今天/昨天)
     if _is_negation(a, i1, i2, lex) != _is_negation(b, j1, j2, lex):
         return "negation"
-    if lex.tagged(words_a, _ENTITY_TAGS) and lex.tagged(words_b, _ENTITY_TAGS):
-        return "entity"  # one name for another; a typo rarely makes a name of a name
+    name_a, name_b = lex.tagged(words_a, _ENTITY_TAGS), lex.tagged(words_b, _ENTITY_TAGS)
+    word_a_real = len(word_a) > 1 and lex.is_word(word_a)
+    word_b_real = len(word_b) > 1 and lex.is_word(word_b)
+    whole = min(len(part_a), len(part_b)) >= 2  # typos replace a character, not a word
+    if name_a and name_b or whole and (name_a and word_b_real or name_b and word_a_real):
+        return "entity"  # a name replaced by another name, or by another word
     if min(len(part_a), len(part_b)) >= 2 and lex.names_at(a, i1, i2) and lex.names_at(b, j1, j2):
         return "entity"  # names the dictionary lacks, recognised by jieba's tagger
     return "typo" if max(len(part_a), len(part_b)) <= 2 else "edit"
