@@ -92,6 +92,9 @@ class Timed:
         self.last = time.perf_counter()
         return ok
 
+    def lags(self) -> dict[tuple[str, int], int]:
+        return self.source.lags()
+
     def topics(self) -> set[str]:
         return self.source.topics()
 

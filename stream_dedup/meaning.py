@@ -264,7 +264,7 @@ def _replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: _L
     word_a_real = len(word_a) > 1 and lex.is_word(word_a)
     word_b_real = len(word_b) > 1 and lex.is_word(word_b)
     whole = min(len(part_a), len(part_b)) >= 2  # typos replace a character, not a word
-    if name_a and name_b or whole and (name_a and word_b_real or name_b and word_a_real):
+    if (name_a and name_b) or (whole and ((name_a and word_b_real) or (name_b and word_a_real))):
         return "entity"  # a name replaced by another name, or by another word
     if min(len(part_a), len(part_b)) >= 2 and lex.names_at(a, i1, i2) and lex.names_at(b, j1, j2):
         return "entity"  # names the dictionary lacks, recognised by jieba's tagger

@@ -125,8 +125,8 @@ class ServiceMetrics:
         self.candidates = PromCounter(
             f"{p}candidates_total", "Near-duplicate candidates the index proposed", registry=r)
         self.errors = PromCounter(
-            f"{p}errors_total", "Failed calls: produce (delivery), commit (offsets), broker "
-            "(any other request, retried)", ["kind"], registry=r)
+            f"{p}errors_total", "Failed calls: produce (a delivery attempt), commit (refused "
+            "by the group), broker (a failed poll, any retried request)", ["kind"], registry=r)
         for v in VERDICTS:
             self.verdicts.labels(v)
         for s in STAGES:

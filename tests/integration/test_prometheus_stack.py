@@ -197,6 +197,7 @@ def test_prometheus_counts_what_the_service_counted(prometheus, kafka_bootstrap,
     try:
         # The port answers before the state is open; ready once the group assigned partitions.
         answers = readiness_until_ready(port, proc, timeout_s=60)
+        print(f"\nreadiness: {answers}")
         first = answers[0]
         assert first[0] == 503 and "partitions assigned: not yet" in first[1], answers
         # Prometheus hands new targets to its scrapers every 5 s: wait until it scrapes.

@@ -1,3 +1,4 @@
+import json
 from dataclasses import replace
 
 import pytest
@@ -42,3 +43,27 @@ def test_every_strategy_gets_a_row_and_a_curve(tmp_path) -> None:
     assert as_json(found.rows, found.curves, 3)["fingerprint_only"][2]["method"] == "drpkp"
     markdown = render_markdown(found, 3, "tiny")
     assert markdown.startswith("## tiny") and "| drpkp |" in markdown
+
+
+def test_eval_command_writes_markdown_and_plot(tmp_path, capsys) -> None:
+    from stream_dedup.cli import main
+
+    stream = tmp_path / "s.jsonl"
+    stream.write_text("".join(
+        json.dumps({"id": m.message.id, "text": m.message.text, "cluster": m.cluster,
+                    "kind": m.kind}, ensure_ascii=False) + "\n" for m in STREAM),
+        encoding="utf-8")
+    out_md, out_png = tmp_path / "r.md", tmp_path / "r.png"
+    assert main(["eval", str(stream), "--strategies", "simhash,drpkp", "--markdown", str(out_md),
+                 "--plot", str(out_png)]) == 0
+    assert "| simhash |" in out_md.read_text(encoding="utf-8")
+    assert out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "fingerprint alone" in capsys.readouterr().out
+
+
+def test_plot_without_strategies_is_refused(tmp_path) -> None:
+    from stream_dedup.cli import main
+
+    stream = tmp_path / "s.jsonl"
+    stream.write_text('{"id": "a", "text": "x", "cluster": "c", "kind": "orig"}\n')
+    assert main(["eval", str(stream), "--plot", str(tmp_path / "r.png")]) == 1

@@ -54,6 +54,9 @@ class FakeSource:
         self.committed.update(offsets)
         return True
 
+    def lags(self) -> dict[tuple[str, int], int]:
+        return {}
+
     def topics(self) -> set[str]:
         return {"in", "out", "dups", "dead"}
 
