@@ -200,9 +200,13 @@ def _moved(a: str, b: str, spans: list[tuple[str, int, int, int, int]],
             _, yi1, yi2, yj1, yj2 = spans[y]
             out_x, in_x, out_y, in_y = a[xi1:xi2], b[xj1:xj2], a[yi1:yi2], b[yj1:yj2]
             if (out_x or in_x) and out_x == in_y and in_x == out_y:
-                crossed = out_x and in_x  # two words traded places; else one unit moved
+                moved = [t for t in (out_x, in_x) if t]
                 word = all(len(t) <= _SWAP_MAX and (lex.is_word(t) or lex.tags.get(t))
-                           for t in (out_x, in_x))
+                           for t in moved)
+                # Two words traded places: crossed replacements, or one word moved past
+                # another word (a clause moves past more than a word).
+                jumped = yi1 - xi2 if yi1 >= xi2 else xi1 - yi2
+                crossed = bool(out_x and in_x) or jumped <= _SWAP_MAX - 2
                 kinds[x] = kinds[y] = "swap" if crossed and word else "reorder"
     return kinds
 
@@ -347,11 +351,15 @@ def _reordered(a: str, b: str, lex: _Lexicon) -> str | None:
     if len(a) != len(b) or sorted(a) != sorted(b):
         return None
     words_a, words_b = lex.segment(a), lex.segment(b)
-    ops = [(tag, i2 - i1, j2 - j1) for tag, i1, i2, j1, j2
-           in SequenceMatcher(None, words_a, words_b, autojunk=False).get_opcodes()
-           if tag != "equal"]
-    exchanged = any(tag == "replace" and max(n, m) <= 2 for tag, n, m in ops)
-    return "swap" if exchanged else "reorder"
+    ops = [op for op in SequenceMatcher(None, words_a, words_b, autojunk=False).get_opcodes()
+           if op[0] != "equal"]
+    if any(tag == "replace" and max(i2 - i1, j2 - j1) <= 2 for tag, i1, i2, j1, j2 in ops):
+        return "swap"
+    if len(ops) == 2 and all(max(i2 - i1, j2 - j1) <= 2 for _, i1, i2, j1, j2 in ops):
+        (_, i1, i2, _, _), (_, k1, k2, _, _) = ops
+        if max(k1 - i2, i1 - k2) <= 2:  # a word moved past a word or two: they traded places
+            return "swap"
+    return "reorder"
 
 
 def classify(a: str, b: str) -> list[Span]:
