@@ -37,6 +37,7 @@ class InputSettings:
     title_field: str | None = None  # a title, when the record has one, becomes the first line
     max_bytes: int = 65536  # larger records are dead letters
     max_chars: int = 10000  # decoded text longer than this is a dead letter
+    max_json_depth: int = 32  # JSON nested deeper than this is a dead letter
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,6 +306,7 @@ def _check(s: Settings) -> None:
     need(s.engine.batch_size >= 1, "engine.batch_size", "out of range", ">= 1")
     need(s.input.max_bytes >= 1, "input.max_bytes", "out of range", ">= 1")
     need(s.input.max_chars >= 1, "input.max_chars", "out of range", ">= 1")
+    need(s.input.max_json_depth >= 1, "input.max_json_depth", "out of range", ">= 1")
     _check_kafka(s.kafka, need)
     need(0 <= s.metrics.port <= 65535, "metrics.port", "out of range", "0..65535")
     need(s.metrics.dedup_window_s > 0, "metrics.dedup_window_s", "out of range", "> 0")

@@ -12,8 +12,6 @@ from typing import Any
 from .config import InputSettings
 from .records import DeadLetter, Message
 
-JSON_MAX_DEPTH = 64
-
 
 def _field(obj: Any, path: str) -> Any:
     for part in path.split("."):
@@ -37,14 +35,15 @@ def _event_ms(value: Any) -> int | None:
     return None
 
 
-def _depth(text: str) -> int:
-    depth = deepest = 0
-    for ch in text:
-        if ch in "[{":
-            depth += 1
+def _depth(obj: Any) -> int:
+    """Nesting depth of parsed JSON, without recursion (brackets inside strings do not count)."""
+    deepest, stack = 0, [(obj, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict | list):
             deepest = max(deepest, depth)
-        elif ch in "]}":
-            depth -= 1
+            stack.extend((child, depth + 1)
+                         for child in (node.values() if isinstance(node, dict) else node))
     return deepest
 
 
@@ -68,12 +67,14 @@ def decode(raw: bytes, source: str, fallback_id: str, arrival_ms: int,
     ident, ts = fallback_id, arrival_ms
     as_json = settings.format == "json" or (settings.format == "auto" and stripped[0] == "{")
     if as_json:
-        if _depth(stripped) > JSON_MAX_DEPTH:
-            return dead(f"JSON nested deeper than {JSON_MAX_DEPTH}")
         try:
             obj = json.loads(stripped)
         except json.JSONDecodeError as exc:
             return dead(f"malformed JSON: {exc.msg} at column {exc.colno}")
+        except RecursionError:
+            return dead(f"JSON nested deeper than input.max_json_depth={settings.max_json_depth}")
+        if _depth(obj) > settings.max_json_depth:
+            return dead(f"JSON nested deeper than input.max_json_depth={settings.max_json_depth}")
         if not isinstance(obj, dict):
             return dead("JSON record is not an object")
         value = _field(obj, settings.text_field)
