@@ -183,7 +183,8 @@ class BatchProbe:
               shared_a: np.ndarray, anchor_counts: np.ndarray,
               max_candidates: int) -> tuple[dict[int, list[tuple[int, int, int]]], int]:
         """Bucket entries within the distance qualify; anchor-only ones when they share a fifth
-        of the message's anchors (at least one: a short stored text may have only one)."""
+        of the message's anchors (at least one: a short stored text may have only one; at most
+        half of what a message is posted under, so long texts still find each other)."""
         keys_b, first = np.unique(keys_b, return_index=True)
         dist_b = dist_b[first]
         keys = np.union1d(keys_b, keys_a)
@@ -193,6 +194,8 @@ class BatchProbe:
         shared[np.searchsorted(keys, keys_a)] = shared_a
         owner = (keys >> _U64(_SEQ_BITS)).astype(np.int64)
         need = np.maximum(1, -(-anchor_counts // 5))
+        if self._stored:  # a stored message is posted under `stored` anchors at most
+            need = np.minimum(need, -(-self._stored // 2))
         keep = (dist >= 0) | (shared >= need[owner])
         keys, dist, shared, owner = keys[keep], dist[keep], shared[keep], owner[keep]
         order = np.lexsort((np.where(dist < 0, 255, dist), -shared, owner))
