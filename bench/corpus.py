@@ -12,6 +12,7 @@ rules on PKU tags both generators apply (where a negation reads naturally, chang
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import importlib.util
 import json
@@ -109,6 +110,23 @@ def distinct(candidates: Iterable[Base], limit: int, max_shared: float) -> list[
 def trigrams(text: str) -> set[str]:
     key = "".join(c for c in unicodedata.normalize("NFKC", text).lower() if c.isalnum())
     return {key[i : i + 3] for i in range(max(len(key) - 2, 1))}
+
+
+def generator_parser(doc: str, seed: int, n: int) -> argparse.ArgumentParser:
+    """The command line every bench generator takes: a seed, a size and the file to write."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=seed)
+    parser.add_argument("-n", type=int, default=n, help="messages in the stream")
+    parser.add_argument("-o", "--output", type=Path, required=True, help=".jsonl.gz to write")
+    return parser
+
+
+def write_and_report(path: Path, lines: list[dict[str, str]], counts: dict[str, int]) -> None:
+    """Write the stream, then say on stderr how big it is and what it holds."""
+    write_stream(path, lines)
+    print(f"{path}: {len(lines)} messages, {path.stat().st_size:,} bytes", file=sys.stderr)
+    for name, count in sorted(counts.items()):
+        print(f"  {name:16} {count:5}", file=sys.stderr)
 
 
 def write_stream(path: Path, lines: list[dict[str, str]]) -> None:

@@ -37,7 +37,14 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from corpus import Token, corpus_path, other_number, tagged_lines, write_stream
+from corpus import (
+    Token,
+    corpus_path,
+    generator_parser,
+    other_number,
+    tagged_lines,
+    write_and_report,
+)
 
 P_DUPLICATE = 0.33
 P_NEGATIVE = 0.07
@@ -78,19 +85,12 @@ def main(argv: list[str] | None = None) -> int:
     articles = read_articles(corpus_path())
     random.Random(args.seed).shuffle(articles)
     lines = build_stream(articles, args.n, random.Random(args.seed + 1))
-    write_stream(args.output, lines)
-    kinds = Counter(line["kind"].split(":")[0] for line in lines)
-    size = args.output.stat().st_size
-    print(f"{args.output}: {len(lines)} messages {dict(kinds)}, {size:,} bytes", file=sys.stderr)
+    write_and_report(args.output, lines, Counter(line["kind"].split(":")[0] for line in lines))
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seed", type=int, default=11)
-    parser.add_argument("-n", type=int, default=2400, help="messages in the stream")
-    parser.add_argument("-o", "--output", type=Path, required=True, help=".jsonl.gz to write")
-    return parser
+    return generator_parser(__doc__, seed=11, n=2400)
 
 
 # --- corpus -----------------------------------------------------------------------------------

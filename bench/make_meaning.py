@@ -104,7 +104,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from itertools import chain
-from pathlib import Path
 
 import opencc
 from corpus import (
@@ -115,11 +114,12 @@ from corpus import (
     Token,
     corpus_path,
     distinct,
+    generator_parser,
     negatable,
     other_number,
     sentences,
     tagged_lines,
-    write_stream,
+    write_and_report,
 )
 from pypinyin import lazy_pinyin
 
@@ -262,21 +262,12 @@ class Line:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     lines = generate(args.seed, args.n)
-    write_stream(args.output, [line.record() for line in lines])
-    counts = class_counts(lines)
-    size = args.output.stat().st_size
-    print(f"{args.output}: {len(lines)} messages, {size:,} bytes", file=sys.stderr)
-    for name, count in sorted(counts.items()):
-        print(f"  {name:16} {count:5}", file=sys.stderr)
+    write_and_report(args.output, [line.record() for line in lines], class_counts(lines))
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seed", type=int, default=11)
-    parser.add_argument("-n", type=int, default=6000, help="messages in the stream")
-    parser.add_argument("-o", "--output", type=Path, required=True, help=".jsonl.gz to write")
-    return parser
+    return generator_parser(__doc__, seed=11, n=6000)
 
 
 def generate(seed: int, n: int) -> list[Line]:

@@ -39,10 +39,11 @@ from corpus import (
     Token,
     corpus_path,
     distinct,
+    generator_parser,
     negatable,
     other_number,
     read_sentences,
-    write_stream,
+    write_and_report,
 )
 
 P_DUPLICATE = 0.40
@@ -101,19 +102,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     bases = load_bases(corpus_path(), random.Random(args.seed), limit=args.n)
     lines = build_stream(bases, args.n, random.Random(args.seed + 1))
-    write_stream(args.output, lines)
-    kinds = Counter(line["kind"].split(":")[0] for line in lines)
-    size = args.output.stat().st_size
-    print(f"{args.output}: {len(lines)} messages {dict(kinds)}, {size:,} bytes", file=sys.stderr)
+    write_and_report(args.output, lines, Counter(line["kind"].split(":")[0] for line in lines))
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("-n", type=int, default=3000, help="messages in the stream")
-    parser.add_argument("-o", "--output", type=Path, required=True, help=".jsonl.gz to write")
-    return parser
+    return generator_parser(__doc__, seed=7, n=3000)
 
 
 # --- corpus -----------------------------------------------------------------------------------
