@@ -178,6 +178,17 @@ class KafkaSettings:
     linger_ms: int = 5  # the producer gathers outputs this long into one request
     partitions: int = 6  # `topics create`: partitions of every topic it makes
     replication_factor: int = 1  # `topics create`
+    # Security (`kafka/security.py`; README "Security"). Passwords never live in this file: only
+    # the name of an environment variable or the path of a file (a Kubernetes secret) holding it.
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_SSL", "SASL_PLAINTEXT"] = "PLAINTEXT"
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = "SCRAM-SHA-512"
+    sasl_username: str | None = None
+    sasl_password_env: str | None = None  # name of the environment variable with the password
+    sasl_password_file: str | None = None  # file whose content (trailing newline cut) it is
+    ssl_cafile: str | None = None  # CA bundle (PEM) that signed the brokers; None: system CAs
+    ssl_certfile: str | None = None  # client certificate (PEM) for mutual TLS
+    ssl_keyfile: str | None = None  # its private key (PEM, unencrypted)
+    ssl_check_hostname: bool = True  # the broker certificate must name the host connected to
 
 
 @dataclass(frozen=True, slots=True)
@@ -351,6 +362,36 @@ def _check_kafka(k: KafkaSettings, need: Any) -> None:
     need(k.linger_ms >= 0, "kafka.linger_ms", "out of range", ">= 0")
     need(k.partitions >= 1, "kafka.partitions", "out of range", ">= 1")
     need(k.replication_factor >= 1, "kafka.replication_factor", "out of range", ">= 1")
+    _check_kafka_security(k, need)
+
+
+def _check_kafka_security(k: KafkaSettings, need: Any) -> None:
+    """Consistency of the security keys; whether the password source holds a password is checked
+    when the clients are made (`kafka.security.client_security`), so configs stay loadable."""
+    sasl = k.security_protocol.startswith("SASL_")
+    ssl = k.security_protocol in ("SSL", "SASL_SSL")
+    if sasl:
+        need(bool(k.sasl_username), "kafka.sasl_username",
+             f"kafka.security_protocol {k.security_protocol} needs a user name", "a user name")
+        need(bool(k.sasl_password_env) != bool(k.sasl_password_file), "kafka.sasl_password_env",
+             f"kafka.security_protocol {k.security_protocol} needs exactly one password source",
+             "kafka.sasl_password_env (a variable name) or kafka.sasl_password_file (a path)")
+    else:
+        for key in ("sasl_username", "sasl_password_env", "sasl_password_file"):
+            need(getattr(k, key) is None, f"kafka.{key}",
+                 f"is set but kafka.security_protocol {k.security_protocol} uses no SASL",
+                 "SASL_SSL or SASL_PLAINTEXT, or null")
+    for key in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
+        path = getattr(k, key)
+        if path is None:
+            continue
+        need(ssl, f"kafka.{key}", f"is set but kafka.security_protocol {k.security_protocol} "
+             "uses no TLS", "SSL or SASL_SSL, or null")
+        need(Path(path).is_file(), f"kafka.{key}", f"no such file: {path}", "a readable PEM file")
+    need((k.ssl_certfile is None) == (k.ssl_keyfile is None),
+         "kafka.ssl_keyfile" if k.ssl_keyfile is None else "kafka.ssl_certfile",
+         "mutual TLS needs both a client certificate and its key",
+         "kafka.ssl_certfile and kafka.ssl_keyfile together")
 
 
 def settings_from_dict(

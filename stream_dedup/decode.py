@@ -6,11 +6,14 @@ A record that cannot become a message becomes a `DeadLetter` with a reason; noth
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime
 from typing import Any
 
 from .config import InputSettings
 from .records import DeadLetter, Message
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _field(obj: Any, path: str) -> Any:
@@ -95,6 +98,9 @@ def decode(raw: bytes, source: str, fallback_id: str, arrival_ms: int,
             ts = stamp
     if not text.strip():
         return dead("empty text")
+    if _SURROGATE.search(text) or _SURROGATE.search(ident):
+        # JSON may escape lone surrogates (\\udfff); no UTF-8 text or Kafka header can hold one.
+        return dead("unpaired surrogate escape in JSON (not a Unicode character)")
     if len(text) > settings.max_chars:
         return dead(f"text of {len(text)} characters is over input.max_chars={settings.max_chars}")
     return Message(ident, text, ts)
