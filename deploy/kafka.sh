@@ -31,6 +31,16 @@
 #   JAVA                   java binary (default: java on PATH)
 #   MVN                    maven binary (default: mvn on PATH)
 #   PYTHON                 python with kafka-python for the readiness poll (default python3)
+#   KAFKA_SECURE           1: also a SASL_SSL listener (SCRAM-SHA-512 over TLS) on
+#                          127.0.0.1:$KAFKA_SECURE_PORT, beside PLAINTEXT. At first start a
+#                          throwaway CA and broker certificate (openssl, PKCS12 keystore) and a
+#                          random password for the SCRAM user are written to $KAFKA_RUN_DIR/secrets
+#                          (owner-only; deploy/.run/ is git-ignored): ca.pem (clients' ssl_cafile),
+#                          scram.user, scram.password. The user is created at format time
+#                          (StorageTool format --add-scram). `clean` deletes them all.
+#   KAFKA_SECURE_PORT      the SASL_SSL listener port (default KAFKA_PORT + 2)
+#   KAFKA_SCRAM_USER       the SCRAM user (default alice)
+#   KAFKA_SCRAM_PASSWORD   its password (default: random, made once per run folder)
 set -euo pipefail
 
 SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
@@ -54,6 +64,9 @@ RUN_DIR=${KAFKA_RUN_DIR:-$SCRIPT_DIR/.run/kafka-$KAFKA_PORT}
 JAVA=${JAVA:-java}
 MVN=${MVN:-mvn}
 PYTHON=${PYTHON:-python3}
+KAFKA_SECURE=${KAFKA_SECURE:-0}
+KAFKA_SECURE_PORT=${KAFKA_SECURE_PORT:-$((KAFKA_PORT + 2))}
+KAFKA_SCRAM_USER=${KAFKA_SCRAM_USER:-alice}
 
 DATA_DIR="$RUN_DIR/data"
 LOG_DIR="$RUN_DIR/logs"
@@ -62,6 +75,8 @@ PID_FILE="$RUN_DIR/kafka.pid"
 SERVER_LOG="$LOG_DIR/server.log"
 CONSOLE_LOG="$LOG_DIR/kafka.out"
 MARKER="$RUN_DIR/.stream-dedup-kafka"
+SECRETS_DIR="$RUN_DIR/secrets"
+SCRAM_MARKER="$DATA_DIR/.stream-dedup-scram"
 
 JVM_OPTS=(
   -Xms256m -Xmx512m
@@ -81,10 +96,67 @@ usage() {
 check_settings() {
   local v
   for v in KAFKA_PORT KAFKA_CONTROLLER_PORT KAFKA_NODE_ID KAFKA_START_TIMEOUT KAFKA_STOP_TIMEOUT \
-      KAFKA_BROKER_SESSION_TIMEOUT_MS; do
+      KAFKA_BROKER_SESSION_TIMEOUT_MS KAFKA_SECURE_PORT; do
     [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a number, got '${!v}'"
   done
   [[ $KAFKA_PORT != "$KAFKA_CONTROLLER_PORT" ]] || die "KAFKA_PORT and KAFKA_CONTROLLER_PORT are both $KAFKA_PORT"
+  [[ $KAFKA_SECURE == 0 || $KAFKA_SECURE == 1 ]] || die "KAFKA_SECURE must be 0 or 1, got '$KAFKA_SECURE'"
+  if [[ $KAFKA_SECURE == 1 ]]; then
+    [[ $KAFKA_SECURE_PORT != "$KAFKA_PORT" && $KAFKA_SECURE_PORT != "$KAFKA_CONTROLLER_PORT" ]] \
+      || die "KAFKA_SECURE_PORT ($KAFKA_SECURE_PORT) must differ from the other ports"
+    [[ $KAFKA_SCRAM_USER =~ ^[A-Za-z0-9._-]+$ ]] || die "KAFKA_SCRAM_USER must be [A-Za-z0-9._-]+"
+  fi
+}
+
+# ---------------------------------------------------------------------------------------------
+# KAFKA_SECURE=1: throwaway CA, broker certificate, SCRAM password (owner-only files)
+
+make_secrets() {
+  [[ -f "$SECRETS_DIR/broker.p12" && -f "$SECRETS_DIR/scram.password" ]] && return 0
+  command -v openssl >/dev/null || die "openssl is needed for KAFKA_SECURE=1"
+  log "making a throwaway CA, broker certificate and SCRAM password in $SECRETS_DIR"
+  (
+    umask 077
+    mkdir -p "$SECRETS_DIR"
+    cd "$SECRETS_DIR"
+    printf '*\n' >.gitignore  # never committed, wherever KAFKA_RUN_DIR points
+    err=openssl.err
+    openssl rand -hex 24 >store.password
+    if [[ -n ${KAFKA_SCRAM_PASSWORD:-} ]]; then
+      printf '%s\n' "$KAFKA_SCRAM_PASSWORD" >scram.password
+    else
+      openssl rand -hex 24 >scram.password
+    fi
+    printf '%s\n' "$KAFKA_SCRAM_USER" >scram.user
+    openssl req -x509 -newkey rsa:2048 -nodes -sha256 -days 30 -keyout ca.key -out ca.pem \
+      -subj "/CN=stream-dedup throwaway test CA" 2>"$err"
+    openssl req -newkey rsa:2048 -nodes -sha256 -keyout broker.key -out broker.csr \
+      -subj "/CN=$HOST" 2>>"$err"
+    printf 'subjectAltName=IP:%s,DNS:localhost\nextendedKeyUsage=serverAuth\n' "$HOST" >broker.ext
+    openssl x509 -req -in broker.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 30 -sha256 \
+      -extfile broker.ext -out broker.pem 2>>"$err"
+    openssl pkcs12 -export -in broker.pem -inkey broker.key -certfile ca.pem -name broker \
+      -passout "file:store.password" -out broker.p12 2>>"$err"
+    rm -f broker.csr broker.ext ca.srl "$err"
+    chmod 644 ca.pem  # public: what clients trust
+  ) || die "making the test certificates failed (openssl output in $SECRETS_DIR/openssl.err)"
+}
+
+secure_config() {
+  local store_pw
+  store_pw=$(<"$SECRETS_DIR/store.password")
+  cat <<EOF
+
+# KAFKA_SECURE=1: SASL_SSL listener, SCRAM-SHA-512 over TLS (certificates in $SECRETS_DIR)
+sasl.enabled.mechanisms=SCRAM-SHA-512
+listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-512
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.ssl.keystore.type=PKCS12
+listener.name.sasl_ssl.ssl.keystore.location=$SECRETS_DIR/broker.p12
+listener.name.sasl_ssl.ssl.keystore.password=$store_pw
+listener.name.sasl_ssl.ssl.key.password=$store_pw
+listener.name.sasl_ssl.ssl.client.auth=none
+EOF
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -197,17 +269,23 @@ print_log_tail() {
 
 write_config() {
   local heartbeat_ms=$((KAFKA_BROKER_SESSION_TIMEOUT_MS / 3))
+  local listeners="PLAINTEXT://$HOST:$KAFKA_PORT" protocols="CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
   ((heartbeat_ms <= 2000)) || heartbeat_ms=2000
+  if [[ $KAFKA_SECURE == 1 ]]; then
+    listeners+=",SASL_SSL://$HOST:$KAFKA_SECURE_PORT"
+    protocols+=",SASL_SSL:SASL_SSL"
+  fi
+  (umask 077; : >"$CONFIG")  # holds the keystore password when secure
   cat >"$CONFIG" <<EOF
 # Written by deploy/kafka.sh on every start; edits here are overwritten.
 process.roles=broker,controller
 node.id=$KAFKA_NODE_ID
 controller.quorum.bootstrap.servers=$HOST:$KAFKA_CONTROLLER_PORT
-listeners=PLAINTEXT://$HOST:$KAFKA_PORT,CONTROLLER://$HOST:$KAFKA_CONTROLLER_PORT
-advertised.listeners=PLAINTEXT://$HOST:$KAFKA_PORT,CONTROLLER://$HOST:$KAFKA_CONTROLLER_PORT
+listeners=$listeners,CONTROLLER://$HOST:$KAFKA_CONTROLLER_PORT
+advertised.listeners=$listeners,CONTROLLER://$HOST:$KAFKA_CONTROLLER_PORT
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+listener.security.protocol.map=$protocols
 log.dirs=$DATA_DIR
 
 # One node: every internal topic with replication factor 1.
@@ -229,22 +307,33 @@ log.cleaner.dedupe.buffer.size=16777216
 broker.session.timeout.ms=$KAFKA_BROKER_SESSION_TIMEOUT_MS
 broker.heartbeat.interval.ms=$heartbeat_ms
 EOF
+  if [[ $KAFKA_SECURE == 1 ]]; then
+    secure_config >>"$CONFIG"
+  fi
 }
 
 format_if_needed() {
-  local cluster_id
+  local cluster_id scram=()
   if [[ -f "$DATA_DIR/meta.properties" ]]; then
+    if [[ $KAFKA_SECURE == 1 && ! -f $SCRAM_MARKER ]]; then
+      die "$DATA_DIR was formatted without SCRAM users; KAFKA_SECURE=1 needs a fresh one (kafka.sh clean)"
+    fi
     return 0
+  fi
+  if [[ $KAFKA_SECURE == 1 ]]; then
+    # The SCRAM credential goes into the metadata log at format time (KIP-900).
+    scram=(--add-scram "SCRAM-SHA-512=[name=$KAFKA_SCRAM_USER,password=$(<"$SECRETS_DIR/scram.password")]")
   fi
   cluster_id=$("$JAVA" "${JVM_OPTS[@]}" -cp "$LIBS_DIR/*" kafka.tools.StorageTool random-uuid 2>>"$CONSOLE_LOG") \
     || { print_log_tail 40; die "kafka.tools.StorageTool random-uuid failed"; }
   cluster_id=$(printf '%s\n' "$cluster_id" | tail -n 1)
   log "formatting $DATA_DIR (cluster id $cluster_id)"
   if ! "$JAVA" "${JVM_OPTS[@]}" -cp "$LIBS_DIR/*" kafka.tools.StorageTool format \
-      -t "$cluster_id" -c "$CONFIG" --standalone >>"$CONSOLE_LOG" 2>&1; then
+      -t "$cluster_id" -c "$CONFIG" --standalone "${scram[@]}" >>"$CONSOLE_LOG" 2>&1; then
     print_log_tail 40
     die "formatting $DATA_DIR failed"
   fi
+  [[ $KAFKA_SECURE == 0 ]] || touch "$SCRAM_MARKER"
 }
 
 start() {
@@ -255,7 +344,9 @@ start() {
     return 0
   fi
   command -v "$JAVA" >/dev/null || die "java ('$JAVA') is not installed (Kafka 4.x needs Java 17+)"
-  for port in "$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT"; do
+  local ports=("$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT")
+  [[ $KAFKA_SECURE == 0 ]] || ports+=("$KAFKA_SECURE_PORT")
+  for port in "${ports[@]}"; do
     wait_port_free "$port" 10 \
       || die "port $HOST:$port is in use by another process (set KAFKA_PORT / KAFKA_CONTROLLER_PORT)"
   done
@@ -264,6 +355,7 @@ start() {
   mkdir -p "$DATA_DIR" "$LOG_DIR"
   touch "$MARKER"
   rm -f "$PID_FILE"
+  [[ $KAFKA_SECURE == 0 ]] || make_secrets
   write_config
   format_if_needed
 
@@ -288,6 +380,9 @@ start() {
     exit 1
   fi
   log "ready in $((SECONDS - started)) s (pid $pid); bootstrap $HOST:$KAFKA_PORT"
+  if [[ $KAFKA_SECURE == 1 ]]; then
+    log "SASL_SSL (SCRAM-SHA-512) on $HOST:$KAFKA_SECURE_PORT: user $KAFKA_SCRAM_USER, password in $SECRETS_DIR/scram.password, CA $SECRETS_DIR/ca.pem"
+  fi
 }
 
 wait_ready() { # pid [any]: with "any", any broker id will do (a broker started earlier)

@@ -39,7 +39,7 @@ from .normalize import Normalizer
 from .records import Decision, Message, Verdict
 from .state.store import KVStore, WriteSet
 from .strategies import make_strategy
-from .verify import bigrams, verify
+from .verify import bigrams, similarity, verify
 
 FORMAT_VERSION = 1
 _META_COUNTERS = b"counters"
@@ -287,20 +287,27 @@ class Engine:
             grams.clear()
         vs = self.settings.verify
         for p, cands in zip(near, candidates, strict=True):
-            mine: frozenset[int] | None = None
-            refused: tuple[str, str, int, float] | None = None
-            too_short = False
+            if not cands:
+                p.verdict = _unique(p.msg.id, None, False)
+                continue
+            mine = grams[p.seq] = bigrams(p.text)
+            scored = []
             for seq, dist, _shared in cands:
                 other = in_batch.get(seq)
                 found = (other.text, other.msg.id, other.fp) if other else stored.get(seq)
                 if found is None:
                     continue
-                text, ident, ofp = found
                 theirs = grams.get(seq)
                 if theirs is None:
-                    theirs = grams[seq] = bigrams(text)
-                if mine is None:
-                    mine = grams[p.seq] = bigrams(p.text)
+                    theirs = grams[seq] = bigrams(found[0])
+                score, _ = similarity(theirs, mine, len(found[0]), len(p.text), vs)
+                scored.append((score, dist, found, theirs))
+            # The closest earlier text decides: a reprint of a dropped-clause copy must not
+            # hide a changed date that the full original shows.
+            scored.sort(key=lambda item: -item[0])
+            refused: tuple[str, str, int, float] | None = None
+            too_short = False
+            for _score, dist, (text, ident, ofp), theirs in scored:
                 check = verify(text, p.text, theirs, mine, vs)
                 distance = int(hamming(np.uint64(ofp), p.fp)) if dist < 0 else dist
                 if check.duplicate:
@@ -313,8 +320,9 @@ class Engine:
                     break
                 if check.guard == "short":
                     too_short = True
-                elif check.guard and refused is None:
+                elif check.guard:
                     refused = (ident, check.guard, distance, check.similarity)
+                    break
             if p.verdict is None:
                 p.verdict = _unique(p.msg.id, refused, too_short)
 
