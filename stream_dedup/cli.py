@@ -350,7 +350,7 @@ def cmd_produce(args: argparse.Namespace, settings: Settings) -> int:
 
     k = _with_bootstrap(settings, args.bootstrap).kafka
     topic = args.topic or k.input_topics[0]
-    sent = produce_file(args.input, topic, k.bootstrap_servers, settings.input.id_field,
+    sent = produce_file(args.input, topic, k, settings.input.id_field,
                         args.rate, lambda n: print(f"{n:,} records sent", file=sys.stderr))
     print(f"{sent.records:,} records to {topic} in {sent.seconds:.1f} s "
           f"({sent.rate:,.0f} records/s)", file=sys.stderr)

@@ -353,8 +353,8 @@ def _reordered(a: str, b: str, lex: _Lexicon) -> str | None:
     words_a, words_b = lex.segment(a), lex.segment(b)
     ops = [op for op in SequenceMatcher(None, words_a, words_b, autojunk=False).get_opcodes()
            if op[0] != "equal"]
-    if any(tag == "replace" and max(i2 - i1, j2 - j1) <= 2 for tag, i1, i2, j1, j2 in ops):
-        return "swap"
+    if any(tag == "replace" and i2 - i1 == j2 - j1 == 1 for tag, i1, i2, j1, j2 in ops):
+        return "swap"  # one word where another stood, and that one elsewhere
     if len(ops) == 2 and all(max(i2 - i1, j2 - j1) <= 2 for _, i1, i2, j1, j2 in ops):
         (_, i1, i2, _, _), (_, k1, k2, _, _) = ops
         if max(k1 - i2, i1 - k2) <= 2:  # a word moved past a word or two: they traded places

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 
 from kafka import KafkaProducer
 
+from ..config import KafkaSettings
 from ..errors import ServiceError
 from ..files import read_lines
+from .security import connect
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,10 +46,14 @@ def key_of(raw: bytes, id_field: str | None) -> bytes | None:
     return str(obj).encode() if isinstance(obj, str | int) and not isinstance(obj, bool) else None
 
 
-def new_producer(bootstrap: str) -> KafkaProducer:
-    return KafkaProducer(bootstrap_servers=bootstrap.split(","), client_id="stream-dedup-produce",
-                         acks="all", linger_ms=5, batch_size=256 * 1024,
-                         allow_auto_create_topics=False)
+def new_producer(bootstrap: str | KafkaSettings) -> KafkaProducer:
+    """A producer for `bootstrap` (an address: PLAINTEXT) or kafka settings (with security)."""
+    from .topics import cluster
+
+    k, conn = cluster(bootstrap)
+    return connect("connecting the producer", k, lambda: KafkaProducer(
+        client_id="stream-dedup-produce", acks="all", linger_ms=5, batch_size=256 * 1024,
+        allow_auto_create_topics=False, **conn))
 
 
 def send_lines(producer: KafkaProducer, topic: str, lines: Iterable[bytes],
@@ -73,7 +79,7 @@ def send_lines(producer: KafkaProducer, topic: str, lines: Iterable[bytes],
     return Produced(n, time.perf_counter() - started)
 
 
-def produce_file(path: str, topic: str, bootstrap: str, id_field: str | None,
+def produce_file(path: str, topic: str, bootstrap: str | KafkaSettings, id_field: str | None,
                  rate: float | None = None, progress: Callable[[int], None] | None = None
                  ) -> Produced:
     """Replay `path` (JSONL or text, .gz allowed, '-' for stdin) into `topic`."""

@@ -20,6 +20,7 @@ from ..config import KafkaSettings
 from .observe import BROKER_REACHABLE, NULL_METER, NULL_READY, Meter, Ready
 from .retry import Backoff, GaveUp, is_retriable
 from .route import Output
+from .security import client_security, connect
 
 log = logging.getLogger(__name__)
 FLUSH_SLICE_S = 1.0  # flush waits in slices so a shutdown request is noticed
@@ -35,7 +36,9 @@ class KafkaSink:
         self.backoff = backoff
         self.metrics = metrics
         self.ready = ready
-        self.producer: KafkaProducer = backoff.call("connecting the producer", self._connect)
+        self.producer: KafkaProducer = backoff.call(
+            "connecting the producer",
+            lambda: connect("connecting the producer", settings, self._connect))
 
     def _connect(self) -> KafkaProducer:
         s = self.settings
@@ -54,6 +57,7 @@ class KafkaSink:
             reconnect_backoff_max_ms=int(s.retry_backoff_max_s * 1000),
             bootstrap_timeout_ms=int(s.commit_timeout_s * 1000),
             allow_auto_create_topics=False,
+            **client_security(s),
         )
 
     def deliver(self, outputs: Sequence[Output]) -> None:

@@ -30,6 +30,7 @@ from ..config import KafkaSettings
 from .observe import BROKER_REACHABLE, NULL_METER, NULL_READY, PARTITIONS_ASSIGNED, Meter, Ready
 from .retry import Backoff
 from .route import InputRecord
+from .security import client_security, connect, describe
 
 log = logging.getLogger(__name__)
 PARTITION_FETCH_BYTES = 64 * 1024
@@ -79,11 +80,14 @@ class KafkaSource:
         self.backoff = backoff
         self.metrics = metrics
         self.ready = ready
-        self.consumer: KafkaConsumer = backoff.call("connecting the consumer", self._connect)
+        self.consumer: KafkaConsumer = backoff.call(
+            "connecting the consumer",
+            lambda: connect("connecting the consumer", settings, self._connect))
         self.consumer.subscribe(list(settings.input_topics),
                                 listener=_Listener(self._assignment, self._owned))
-        log.info("consumer subscribed topics=%s group=%s bootstrap=%s",
-                 ",".join(settings.input_topics), settings.group_id, settings.bootstrap_servers)
+        log.info("consumer subscribed topics=%s group=%s bootstrap=%s security=%s",
+                 ",".join(settings.input_topics), settings.group_id, settings.bootstrap_servers,
+                 describe(settings))
 
     def _connect(self) -> KafkaConsumer:
         s = self.settings
@@ -106,6 +110,7 @@ class KafkaSource:
             # Small per-partition fetches interleave the partitions finely, so that a batch
             # sorted by timestamp (see `poll`) is close to the order the records were produced.
             max_partition_fetch_bytes=PARTITION_FETCH_BYTES,
+            **client_security(s),
         )
 
     def _assignment(self) -> set[TopicPartition]:

@@ -13,6 +13,7 @@ from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 
 from ..config import KafkaSettings
+from .security import client_security, connect
 
 TIMEOUT_MS = 30_000
 T = TypeVar("T")
@@ -26,11 +27,21 @@ def configured_topics(k: KafkaSettings) -> list[str]:
     return out
 
 
+Cluster = str | KafkaSettings  # a bootstrap address (PLAINTEXT), or settings with security
+
+
+def cluster(where: Cluster) -> tuple[KafkaSettings, dict]:
+    """Settings and the kafka-python connection kwargs (bootstrap and security) for `where`."""
+    k = where if isinstance(where, KafkaSettings) else KafkaSettings(bootstrap_servers=where)
+    return k, {"bootstrap_servers": k.bootstrap_servers.split(","), **client_security(k)}
+
+
 @contextmanager
-def admin(bootstrap: str) -> Iterator[KafkaAdminClient]:
-    client = KafkaAdminClient(bootstrap_servers=bootstrap.split(","),
-                              client_id="stream-dedup-admin", request_timeout_ms=TIMEOUT_MS,
-                              bootstrap_timeout_ms=TIMEOUT_MS)
+def admin(where: Cluster) -> Iterator[KafkaAdminClient]:
+    k, conn = cluster(where)
+    client = connect("connecting the admin client", k, lambda: KafkaAdminClient(
+        client_id="stream-dedup-admin", request_timeout_ms=TIMEOUT_MS,
+        bootstrap_timeout_ms=TIMEOUT_MS, **conn))
     try:
         yield client
     finally:
@@ -41,7 +52,7 @@ def create_topics(k: KafkaSettings, partitions: int | None = None) -> dict[str, 
     """Create the configured topics (`kafka.partitions` each unless given); returns each name
     with "created" or "exists". Waits until every new partition has a leader."""
     result: dict[str, str] = {}
-    with admin(k.bootstrap_servers) as client:
+    with admin(k) as client:
         for name in configured_topics(k):
             spec = {"num_partitions": partitions or k.partitions,
                     "replication_factor": k.replication_factor}
@@ -54,10 +65,11 @@ def create_topics(k: KafkaSettings, partitions: int | None = None) -> dict[str, 
 
 
 @contextmanager
-def _reader(bootstrap: str) -> Iterator[KafkaConsumer]:
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap.split(","), group_id=None,
-                             client_id="stream-dedup-counter", enable_auto_commit=False,
-                             request_timeout_ms=TIMEOUT_MS, bootstrap_timeout_ms=TIMEOUT_MS)
+def _reader(where: Cluster) -> Iterator[KafkaConsumer]:
+    k, conn = cluster(where)
+    consumer = connect("connecting a reader", k, lambda: KafkaConsumer(
+        group_id=None, client_id="stream-dedup-counter", enable_auto_commit=False,
+        request_timeout_ms=TIMEOUT_MS, bootstrap_timeout_ms=TIMEOUT_MS, **conn))
     try:
         yield consumer
     finally:
@@ -71,7 +83,7 @@ def partitions_of(consumer: KafkaConsumer, topics: Iterable[str]) -> list[TopicP
     return out
 
 
-def record_counts(bootstrap: str, topics: Iterable[str]) -> dict[str, int]:
+def record_counts(bootstrap: Cluster, topics: Iterable[str]) -> dict[str, int]:
     """Records in each topic (end minus beginning offsets, summed over partitions)."""
     topics = list(topics)
     with _reader(bootstrap) as consumer:
@@ -96,7 +108,7 @@ def _retrying(step: Callable[[], T], attempts: int = 20, wait_s: float = 0.5) ->
     return step()
 
 
-def group_lag(bootstrap: str, group: str, topics: Iterable[str]) -> int:
+def group_lag(bootstrap: Cluster, group: str, topics: Iterable[str]) -> int:
     """Records of `topics` the group has not committed yet (all of them before its first
     commit)."""
     with _reader(bootstrap) as consumer:
