@@ -70,7 +70,14 @@ def demo_settings(kafka: KafkaSettings, bootstrap: str, tag: str) -> KafkaSettin
     return dataclasses.replace(
         kafka, bootstrap_servers=bootstrap, input_topics=(f"demo-{tag}-input",),
         output_topic=f"demo-{tag}-unique", duplicates_topic=f"demo-{tag}-duplicates",
-        dead_letter_topic=f"demo-{tag}-dead-letters", group_id=f"demo-{tag}")
+        dead_letter_topic=f"demo-{tag}-dead-letters", group_id=f"demo-{tag}",
+        **PLAINTEXT)
+
+
+# The demo's local broker is PLAINTEXT whatever config.yaml says about the real cluster.
+PLAINTEXT = {"security_protocol": "PLAINTEXT", "sasl_username": None, "sasl_password_env": None,
+             "sasl_password_file": None, "ssl_cafile": None, "ssl_certfile": None,
+             "ssl_keyfile": None}
 
 
 def service_env(k: KafkaSettings, state: Path) -> dict[str, str]:
@@ -80,6 +87,8 @@ def service_env(k: KafkaSettings, state: Path) -> dict[str, str]:
                  "group_id"):
         env[f"STREAM_DEDUP__KAFKA__{name.upper()}"] = str(getattr(k, name))
     env["STREAM_DEDUP__KAFKA__INPUT_TOPICS"] = json.dumps(list(k.input_topics))
+    for name, value in PLAINTEXT.items():
+        env[f"STREAM_DEDUP__KAFKA__{name.upper()}"] = value or "null"
     return env
 
 
