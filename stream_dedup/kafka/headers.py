@@ -14,10 +14,11 @@ from ..records import Verdict
 PREFIX = "dedup."
 VERDICT = "dedup.verdict"  # unique | exact | near
 REASON = "dedup.reason"  # the engine's reason, e.g. "near: distance 2, similarity 0.91"
-MATCHED_ID = "dedup.matched_id"  # the earlier message a duplicate repeats (or a guard refused)
+MATCHED_ID = "dedup.matched_id"  # the earlier message a duplicate repeats, or the related one
 DISTANCE = "dedup.distance"  # Simhash Hamming distance to the matched message
 SIMILARITY = "dedup.similarity"  # the verifying measure against the matched message
-GUARD = "dedup.guard"  # the guard that refused a near match
+GUARD = "dedup.guard"  # what makes a near match only related: number, date, entity, negation,
+# antonym, swap (comma-separated), or "contained" (a short text inside a much longer one)
 REPLAYED = "dedup.replayed"  # "true" when this is the first verdict given again on replay
 ERROR = "dedup.error"  # dead letters: why the record could not be read
 SOURCE_TOPIC = "dedup.source.topic"
