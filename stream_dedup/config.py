@@ -148,6 +148,11 @@ class MetricsSettings:
     port: int = 9108  # 0: no HTTP server
     address: str = "127.0.0.1"  # 0.0.0.0 to be scraped from elsewhere (the container image does)
     dedup_window_s: float = 300.0  # the sliding window of stream_dedup_dedup_ratio
+    tls_certfile: str | None = None  # PEM certificate (chain): serve the port over HTTPS
+    tls_keyfile: str | None = None  # its private key (PEM)
+    basic_auth_user: str | None = None  # /metrics and /readyz need this user (/healthz: open)
+    basic_auth_password_env: str | None = None  # environment variable holding its password
+    basic_auth_password_file: str | None = None  # or a file holding it
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,6 +326,25 @@ def _check(s: Settings) -> None:
     _check_kafka(s.kafka, need)
     need(0 <= s.metrics.port <= 65535, "metrics.port", "out of range", "0..65535")
     need(s.metrics.dedup_window_s > 0, "metrics.dedup_window_s", "out of range", "> 0")
+    _check_metrics_security(s.metrics, need)
+
+
+def _check_metrics_security(m: MetricsSettings, need: Any) -> None:
+    need((m.tls_certfile is None) == (m.tls_keyfile is None),
+         "metrics.tls_keyfile" if m.tls_keyfile is None else "metrics.tls_certfile",
+         "TLS needs both a certificate and its key", "metrics.tls_certfile and tls_keyfile")
+    for key in ("tls_certfile", "tls_keyfile"):
+        path = getattr(m, key)
+        need(path is None or Path(path).is_file(), f"metrics.{key}", f"no such file: {path}",
+             "a readable PEM file")
+    sources = [m.basic_auth_password_env, m.basic_auth_password_file]
+    if m.basic_auth_user:
+        need(sum(bool(x) for x in sources) == 1, "metrics.basic_auth_password_env",
+             "metrics.basic_auth_user needs exactly one password source",
+             "metrics.basic_auth_password_env (a variable name) or basic_auth_password_file")
+    else:
+        need(not any(sources), "metrics.basic_auth_user",
+             "a basic-auth password source is set without a user", "a user name")
 
 
 def _check_strategy(f: FingerprintSettings, n: NormalizeSettings, need: Any) -> None:

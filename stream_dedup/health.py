@@ -7,12 +7,20 @@
 - `/readyz`: 200 when every readiness condition holds, else 503 with the ones that do not, one
   per line. Orchestrators stop routing and alert on it, but do not restart.
 
+Optionally the port speaks HTTPS (`tls_certfile`/`tls_keyfile`: the listening socket wrapped
+in an `ssl.SSLContext`, as prometheus-client's own `start_http_server(certfile=, keyfile=)`
+does) and asks for HTTP basic auth (`basic_auth`: a WSGI wrapper; prometheus-client has none)
+on every path except `/healthz`, which liveness probes reach without credentials.
+
 The server thread never touches the engine or the Kafka clients (neither is thread-safe): the
 service records readiness in a `Readiness` from its own thread, and the HTTP thread only reads it.
 """
 
 from __future__ import annotations
 
+import base64
+import hmac
+import ssl
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -21,6 +29,8 @@ from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
 from prometheus_client.exposition import ThreadingWSGIServer
+
+from .secret import Secret
 
 ReadyCheck = Callable[[], tuple[bool, str]]
 StartResponse = Callable[..., Any]
@@ -54,7 +64,10 @@ def always_ready() -> tuple[bool, str]:
 
 
 class _QuietHandler(WSGIRequestHandler):
-    """No access log on stderr: Prometheus scrapes every few seconds."""
+    """No access log on stderr: Prometheus scrapes every few seconds. A client silent for
+    `timeout` seconds is dropped."""
+
+    timeout = 30.0
 
     def log_message(self, format: str, *args: Any) -> None:
         return
@@ -83,6 +96,38 @@ def make_app(registry: CollectorRegistry, ready_check: ReadyCheck
     return app
 
 
+OPEN_PATHS = frozenset({"/healthz"})
+
+
+def with_basic_auth(app: Callable[[dict[str, Any], StartResponse], Iterable[bytes]], user: str,
+                    password: Secret, realm: str = "stream-dedup"
+                    ) -> Callable[[dict[str, Any], StartResponse], Iterable[bytes]]:
+    """`app` behind HTTP basic auth (constant-time comparison); `/healthz` stays open."""
+    expected = base64.b64encode(f"{user}:{password.reveal()}".encode()).decode()
+
+    def guarded(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        if environ.get("PATH_INFO", "/") in OPEN_PATHS:
+            return app(environ, start_response)
+        given = environ.get("HTTP_AUTHORIZATION", "")
+        scheme, _, token = given.partition(" ")
+        if scheme.lower() == "basic" and hmac.compare_digest(token.strip().encode(),
+                                                             expected.encode()):
+            return app(environ, start_response)
+        start_response("401 Unauthorized", [("Content-Type", "text/plain; charset=utf-8"),
+                                            ("WWW-Authenticate", f'Basic realm="{realm}"')])
+        return [b"unauthorized\n"]
+
+    return guarded
+
+
+def tls_context(certfile: str, keyfile: str) -> ssl.SSLContext:
+    """A server context (TLS 1.2+) with the port's certificate; raises OSError/SSLError."""
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.load_cert_chain(certfile, keyfile)
+    return ctx
+
+
 @dataclass(frozen=True, slots=True)
 class MetricsServer:
     """A running metrics port; `port` is the bound one (useful when 0 was asked for)."""
@@ -100,10 +145,19 @@ class MetricsServer:
 
 
 def serve(registry: CollectorRegistry, port: int, address: str = "0.0.0.0",
-          ready_check: ReadyCheck | None = None) -> MetricsServer:
-    """Start the metrics port in a daemon thread; raises OSError when the port is taken."""
-    server = make_server(address, port, make_app(registry, ready_check or always_ready),
-                         ThreadingWSGIServer, handler_class=_QuietHandler)
+          ready_check: ReadyCheck | None = None, tls: ssl.SSLContext | None = None,
+          basic_auth: tuple[str, Secret] | None = None) -> MetricsServer:
+    """Start the metrics port in a daemon thread; raises OSError when the port is taken.
+    `tls`: serve HTTPS with this context; `basic_auth`: (user, password) asked for."""
+    app = make_app(registry, ready_check or always_ready)
+    if basic_auth is not None:
+        app = with_basic_auth(app, *basic_auth)
+    server = make_server(address, port, app, ThreadingWSGIServer, handler_class=_QuietHandler)
+    if tls is not None:
+        # The handshake runs on the first read in the request's own thread, under the
+        # handler's timeout: a client that connects and says nothing cannot stall the port.
+        server.socket = tls.wrap_socket(server.socket, server_side=True,
+                                        do_handshake_on_connect=False)
     thread = threading.Thread(target=server.serve_forever, name="metrics-http", daemon=True)
     thread.start()
     return MetricsServer(address, server.server_address[1], server, thread)

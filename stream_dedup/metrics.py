@@ -20,6 +20,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Gauge, Histogram, Info, write_to_textfile
 from prometheus_client import Counter as PromCounter
@@ -182,9 +183,10 @@ class ServiceMetrics:
         self.state_bytes.set(engine.store.disk_bytes())
 
     def serve(self, port: int, address: str = "0.0.0.0",
-              ready_check: ReadyCheck | None = None) -> MetricsServer:
-        """`/metrics`, `/healthz` and `/readyz` on one port, from a daemon thread."""
-        return serve(self.registry, port, address, ready_check)
+              ready_check: ReadyCheck | None = None, **security: Any) -> MetricsServer:
+        """`/metrics`, `/healthz` and `/readyz` on one port, from a daemon thread (`security`:
+        `tls` and `basic_auth` of `health.serve`)."""
+        return serve(self.registry, port, address, ready_check, **security)
 
     def write_textfile(self, path: str | Path, every_s: float = 0.0) -> bool:
         """Write every metric to `path` for node-exporter's textfile collector (atomically:

@@ -6,15 +6,18 @@ from __future__ import annotations
 
 import logging
 import signal
+import ssl
 from types import FrameType
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 
 from ..config import MetricsSettings, Settings
 from ..engine import Engine
-from ..errors import ServiceError
-from ..health import MetricsServer, Readiness
+from ..errors import ConfigError, ServiceError
+from ..health import MetricsServer, Readiness, tls_context
 from ..metrics import ServiceMetrics
+from ..secret import read_secret
 from ..state import open_store
 from .observe import BROKER_REACHABLE, CONDITIONS, STATE_OPEN
 from .retry import Backoff, Shutdown, Throttle
@@ -44,7 +47,28 @@ def metrics_url(m: MetricsSettings, port: int | None = None) -> str:
     """Where a person or a scraper on this machine reads the metrics of `stream-dedup run`."""
     host = "127.0.0.1" if m.address in ("0.0.0.0", "", "::") else m.address
     host = f"[{host}]" if ":" in host else host
-    return f"http://{host}:{port or m.port}/metrics"
+    scheme = "https" if m.tls_certfile else "http"
+    return f"{scheme}://{host}:{port or m.port}/metrics"
+
+
+def metrics_security(m: MetricsSettings) -> dict[str, Any]:
+    """`tls` and `basic_auth` for `health.serve` from the metrics settings (secrets read now)."""
+    out: dict[str, Any] = {}
+    if m.tls_certfile and m.tls_keyfile:
+        try:
+            out["tls"] = tls_context(m.tls_certfile, m.tls_keyfile)
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigError("metrics.tls_certfile", f"cannot load the certificate and key: "
+                              f"{getattr(exc, 'strerror', None) or exc}",
+                              "a PEM certificate and its unencrypted PEM key") from None
+    if m.basic_auth_user:
+        out["basic_auth"] = (m.basic_auth_user, read_secret(
+            "metrics.basic_auth_password_env", m.basic_auth_password_env,
+            "metrics.basic_auth_password_file", m.basic_auth_password_file))
+        if "tls" not in out and m.address not in ("127.0.0.1", "localhost", "::1"):
+            log.warning("metrics basic auth without TLS on %s: the password crosses the network "
+                        "in clear; set metrics.tls_certfile and metrics.tls_keyfile", m.address)
+    return out
 
 
 def start_metrics_port(metrics: ServiceMetrics, m: MetricsSettings,
@@ -54,11 +78,12 @@ def start_metrics_port(metrics: ServiceMetrics, m: MetricsSettings,
         log.info("metrics port off (metrics.port is 0)")
         return None
     try:
-        server = metrics.serve(m.port, m.address, ready)
+        server = metrics.serve(m.port, m.address, ready, **metrics_security(m))
     except OSError as exc:
         raise ServiceError(f"cannot serve the metrics on {m.address}:{m.port}: {exc} (set "
                            "metrics.port to a free port, or 0 for none)") from exc
-    log.info("metrics url=%s health=/healthz ready=/readyz", metrics_url(m, server.port))
+    log.info("metrics url=%s health=/healthz ready=/readyz tls=%s basic_auth=%s",
+             metrics_url(m, server.port), bool(m.tls_certfile), bool(m.basic_auth_user))
     return server
 
 

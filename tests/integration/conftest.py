@@ -7,6 +7,7 @@ configured or it does not answer, Kafka tests fail under CI (env ``CI`` set) and
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -125,3 +126,57 @@ def unique_topic(kafka_admin, request: pytest.FixtureRequest) -> Iterator[Callab
             import warnings
 
             warnings.warn(f"could not delete test topics {created}: {exc}", stacklevel=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# A second broker with a SASL_SSL listener (SCRAM-SHA-512 over TLS): `KAFKA_SECURE=1 deploy/kafka.sh`
+# on its own ports and run folder, started once per session and stopped at its end.
+
+SECURE_PORT_ENV = "STREAM_DEDUP_SECURE_KAFKA_PORT"  # plaintext port; controller +1, SASL_SSL +2
+_SCRIPT = _HERE.parents[1] / "deploy" / "kafka.sh"
+
+
+@dataclasses.dataclass(frozen=True)
+class SecureBroker:
+    plain_bootstrap: str  # the PLAINTEXT listener of the same broker (test setup only)
+    bootstrap: str  # the SASL_SSL listener
+    user: str
+    password_file: Path
+    cafile: Path
+    run_dir: Path
+
+    @property
+    def password(self) -> str:
+        return self.password_file.read_text().strip()
+
+
+@pytest.fixture(scope="session")
+def secure_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBroker]:
+    """A real broker with SCRAM users over TLS; a missing broker fails under CI (`CI` set)."""
+    import subprocess
+
+    port = int(os.environ.get(SECURE_PORT_ENV, "19392"))
+    run_dir = tmp_path_factory.mktemp("secure-kafka")
+    env = {**os.environ, "KAFKA_SECURE": "1", "KAFKA_PORT": str(port),
+           "KAFKA_CONTROLLER_PORT": str(port + 1), "KAFKA_SECURE_PORT": str(port + 2),
+           "KAFKA_RUN_DIR": str(run_dir)}
+    env.pop("KAFKA_SCRAM_PASSWORD", None)  # a random password for this run
+
+    def script(command: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["bash", str(_SCRIPT), command], env=env, text=True,
+                              capture_output=True, timeout=600, check=False)
+
+    if shutil.which("java") is None or shutil.which("openssl") is None:
+        service_unavailable("the secured broker needs java and openssl")
+    started = script("start")
+    if started.returncode != 0:
+        script("stop")
+        service_unavailable(f"KAFKA_SECURE=1 deploy/kafka.sh start failed (exit "
+                            f"{started.returncode}):\n{started.stdout}{started.stderr}"[-4000:])
+    secrets = run_dir / "secrets"
+    try:
+        yield SecureBroker(f"127.0.0.1:{port}", f"127.0.0.1:{port + 2}",
+                           (secrets / "scram.user").read_text().strip(),
+                           secrets / "scram.password", secrets / "ca.pem", run_dir)
+    finally:
+        script("stop")

@@ -71,7 +71,7 @@ def make_topics(unique_topic: Callable[..., str], input_partitions: int) -> dict
             "dead": unique_topic(partitions=1, prefix="dead")}
 
 
-def produce(bootstrap: str, topic: str, lines: Sequence[bytes], rate: float | None = None
+def produce(bootstrap: str | KafkaSettings, topic: str, lines: Sequence[bytes], rate: float | None = None
             ) -> None:
     producer = new_producer(bootstrap)
     try:

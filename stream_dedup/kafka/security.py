@@ -1,0 +1,151 @@
+"""The one place that turns `kafka.*` security settings into kafka-python keyword arguments.
+
+`client_security(settings)` is passed (``**``) to every client the project makes: the service's
+consumer and producer, the admin client and the short-lived readers of `topics.py`, the `produce`
+command. The password is read from its environment variable or file each time (a rotated
+Kubernetes secret is picked up by the next client) and handed to kafka-python only there.
+
+`explain(exc)` turns the errors a secured connection fails with into one line that names the
+cause: authentication refused, or the broker certificate not trusted.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from kafka.errors import KafkaError
+
+from ..config import KafkaSettings
+from ..errors import ServiceError
+from ..secret import Secret, read_secret
+
+AUTH_HINT = ("check kafka.sasl_username, the password in kafka.sasl_password_env / "
+             "kafka.sasl_password_file and kafka.sasl_mechanism")
+TLS_HINT = ("check kafka.ssl_cafile (the CA that signed the broker certificate) and "
+            "kafka.ssl_check_hostname")
+
+
+def sasl_password(k: KafkaSettings, environ: Mapping[str, str] | None = None) -> Secret:
+    return read_secret("kafka.sasl_password_env", k.sasl_password_env,
+                       "kafka.sasl_password_file", k.sasl_password_file, environ)
+
+
+def client_security(k: KafkaSettings, environ: Mapping[str, str] | None = None
+                    ) -> dict[str, Any]:
+    """kafka-python keyword arguments for `k.security_protocol` (consumer, producer, admin)."""
+    out: dict[str, Any] = {"security_protocol": k.security_protocol}
+    if k.security_protocol in ("SSL", "SASL_SSL"):
+        out.update(ssl_check_hostname=k.ssl_check_hostname, ssl_cafile=k.ssl_cafile,
+                   ssl_certfile=k.ssl_certfile, ssl_keyfile=k.ssl_keyfile)
+    if k.security_protocol.startswith("SASL_"):
+        out.update(sasl_mechanism=k.sasl_mechanism, sasl_plain_username=k.sasl_username,
+                   sasl_plain_password=sasl_password(k, environ).reveal())
+    return out
+
+
+def describe(k: KafkaSettings) -> str:
+    """The security settings for a log line: protocol, mechanism and user, no secret."""
+    if k.security_protocol.startswith("SASL_"):
+        return f"{k.security_protocol} {k.sasl_mechanism} user={k.sasl_username}"
+    if k.security_protocol == "SSL" and k.ssl_certfile:
+        return "SSL (mutual TLS)"
+    return k.security_protocol
+
+
+def is_auth_failure(exc: BaseException) -> bool:
+    name = type(exc).__name__
+    return "Authentication" in name or "SaslAuth" in name
+
+
+def is_tls_failure(exc: BaseException) -> bool:
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, ssl.SSLError) or "CERTIFICATE_VERIFY_FAILED" in str(e) \
+                or "certificate verify failed" in str(e):
+            return True
+        e = e.__cause__ or e.__context__
+    return False
+
+
+def is_security_failure(exc: BaseException) -> bool:
+    return isinstance(exc, KafkaError | OSError) and (is_auth_failure(exc) or is_tls_failure(exc))
+
+
+class _SecurityWatch(logging.Handler):
+    """Remembers the last authentication or certificate failure kafka-python logged.
+
+    kafka-python 3.0 logs why a connection was refused (SaslAuthenticationFailedError, or
+    CERTIFICATE_VERIFY_FAILED in the handshake) and then gives up bootstrapping with a bare
+    KafkaTimeoutError, which is retriable: without this the service would retry a wrong password
+    forever. `connect` asks the watch whether such a failure happened while it waited.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.seq = 0
+        self.last: tuple[int, str, str] | None = None  # (seq, kind, message)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = record.getMessage()
+        except Exception:  # a record that cannot be formatted says nothing about security
+            return
+        kind = ("auth" if "SaslAuthenticationFailed" in text or "AuthenticationFailed" in text
+                else "tls" if "CERTIFICATE_VERIFY_FAILED" in text
+                or "certificate verify failed" in text else None)
+        if kind:
+            self.seq += 1
+            self.last = (self.seq, kind, text)
+
+    def mark(self) -> int:
+        return self.seq
+
+    def since(self, mark: int) -> tuple[str, str] | None:
+        last = self.last
+        return (last[1], last[2]) if last and last[0] > mark else None
+
+
+WATCH = _SecurityWatch()
+logging.getLogger("kafka").addHandler(WATCH)
+T = TypeVar("T")
+
+
+def connect(what: str, k: KafkaSettings, make: Callable[[], T]) -> T:
+    """Make a kafka-python client; a refused login or an untrusted broker certificate becomes a
+    ServiceError naming the cause (not retried: waiting does not fix a password)."""
+    mark = WATCH.mark()
+    try:
+        return make()
+    except KafkaError as exc:
+        seen = WATCH.since(mark)
+        err = explain(exc, k, what, seen)
+        if err is not None:
+            raise err from None
+        raise
+
+
+def explain(exc: BaseException, k: KafkaSettings, what: str,
+            seen: tuple[str, str] | None = None) -> ServiceError | None:
+    """A ServiceError naming the cause when `exc` (or what kafka-python logged meanwhile, `seen`)
+    is an authentication or certificate failure, else None."""
+    kind, detail = seen if seen else (None, str(exc))
+    if kind == "auth" or is_auth_failure(exc):
+        return ServiceError(
+            f"{what}: Kafka authentication failed for user {k.sasl_username!r} "
+            f"({k.sasl_mechanism} over {k.security_protocol} to {k.bootstrap_servers}): "
+            f"{_short(detail)}; {AUTH_HINT}")
+    if kind == "tls" or is_tls_failure(exc):
+        return ServiceError(
+            f"{what}: TLS handshake with the Kafka broker {k.bootstrap_servers} failed, "
+            f"certificate verify failed: {_short(detail)}; {TLS_HINT}")
+    return None
+
+
+def _short(text: str) -> str:
+    """The part of a kafka-python log line after the connection's repr."""
+    return text.split(">: ", 1)[-1].strip()[:300]
