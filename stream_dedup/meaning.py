@@ -240,6 +240,16 @@ def _is_negation(text: str, start: int, end: int, lex: _Lexicon) -> bool:
     return False
 
 
+def _negates_next(text: str, at: int, lex: _Lexicon) -> bool:
+    """Whether the word after a lone negator is one it can negate: a word of more than one
+    character, or a verb, adjective or adverb (不好, 没去, 不太); a typo drops 不 anywhere."""
+    following = lex.word_at(text, at, at + 1) if at < len(text) else ""
+    if not following.startswith(text[at : at + 1]):
+        following = text[at : at + 1]
+    return (len(following) > 1 and lex.is_word(following)) or lex.tags.get(following, "")[:1] in (
+        "v", "a", "d")
+
+
 def _replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: _Lexicon) -> str:
     _, i1, i2, j1, j2 = span
     part_a, part_b = a[i1:i2], b[j1:j2]
@@ -289,8 +299,9 @@ def _added_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: _Lexi
     beside = text[start - 1 : start] + text[end : end + 1]
     if any(c.isdigit() for c in part) or (_has_numeral(part) and _has_numeral(beside)):
         return _number_kind(a, b, span, lex)
-    if part in _LONE_NEGATORS or _is_negation(text, start, end, lex):
-        return "negation"  # a lone 不/没/未/别 inserted or dropped negates whatever follows
+    if (part in _LONE_NEGATORS and _negates_next(text, end, lex)) or _is_negation(
+            text, start, end, lex):
+        return "negation"  # a lone 不/没/未/别 inserted or dropped before what it can negate
     return "typo"
 
 
