@@ -97,9 +97,9 @@ class VerifySettings:
     min_jaccard: float = 0.6  # character-bigram Jaccard that makes a near duplicate
     min_containment: float = 0.8  # share of the shorter text's bigrams found in the longer
     max_length_ratio: float = 2.0  # containment counts only when lengths are this close
-    min_chars: int = 10  # shorter normalized texts (captions, bylines) match only exactly
+    min_chars: int = 8  # shorter normalized texts (captions, bylines) match only exactly
     related_contained: bool = True  # an earlier text inside a much longer later one is related
-    min_excerpt_chars: int = 15  # a later text this long inside a much longer earlier one is a dup
+    min_excerpt_chars: int = 20  # a later text this long inside a much longer earlier one is a dup
     # Meaning changes that make a near match only *related* (the message goes out as unique):
     related_number: bool = True  # a number changed
     related_date: bool = True  # a date, time or weekday changed
