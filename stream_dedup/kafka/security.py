@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import ssl
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -123,10 +124,24 @@ def connect(what: str, k: KafkaSettings, make: Callable[[], T]) -> T:
         return make()
     except KafkaError as exc:
         seen = WATCH.since(mark)
+        if seen is None and k.security_protocol != "PLAINTEXT":
+            seen = _late_cause(mark)
         err = explain(exc, k, what, seen)
         if err is not None:
             raise err from None
         raise
+
+
+def _late_cause(mark: int, wait_s: float = 3.0) -> tuple[str, str] | None:
+    """On a busy machine the bootstrap can time out before kafka-python has logged why the
+    handshake failed; wait a moment for that line before calling the failure retriable."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        seen = WATCH.since(mark)
+        if seen is not None:
+            return seen
+        time.sleep(0.1)
+    return None
 
 
 def explain(exc: BaseException, k: KafkaSettings, what: str,

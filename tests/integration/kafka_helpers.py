@@ -191,7 +191,13 @@ def start_service(settings: Settings, state: Path, log: Path, metrics_port: int 
 
 
 def stop_service(proc: subprocess.Popen, log: Path, timeout_s: float = 60.0) -> None:
-    """SIGTERM, and the service must exit 0 within `timeout_s`."""
+    """SIGTERM, and the service must exit 0 within `timeout_s`. The signal waits until the
+    service says it is running: before its handlers are installed (imports, a cold start on a
+    busy machine) SIGTERM ends the process the default way, which proves nothing."""
+    deadline = time.monotonic() + timeout_s
+    while (proc.poll() is None and time.monotonic() < deadline
+           and "running state=" not in log.read_text(errors="replace")):
+        time.sleep(0.2)
     proc.send_signal(signal.SIGTERM)
     try:
         code = proc.wait(timeout_s)
