@@ -7,9 +7,12 @@ exact-dedup recipe as the anchor. Prints figures; it is not a timed test.
 1. Sustained throughput: the whole stream is in a 6-partition topic first; the service (in this
    process) decides it from the first poll to the last commit. `--profile` runs this phase under
    cProfile and prints where the time goes, by package and by function.
-2. Latency at a fixed offered rate: `stream-dedup produce --rate R` and `stream-dedup run` as
-   two processes; this process reads the output, duplicates and dead-letter topics and takes
-   (arrival here - input record timestamp) for every record: p50, p99, max.
+2. Latency at a fixed offered rate: a feeder process (`stream-dedup produce --rate R`'s code,
+   its producer warmed up before the pacing starts) and `stream-dedup run` as two processes;
+   this process reads the output, duplicates and dead-letter topics and takes (arrival here -
+   input record timestamp) for every record: p50, p99, max, and the same after the first second
+   of input; then the service's batches and time by loop step (its last log line), and how busy
+   the machine's cores were meanwhile (the figures move with whatever else runs on it).
 3. Anchor: Quix Streams (state with a TTL, from its "State TTL" cookbook: group_by the text so the
    state is scoped by it, then a stateful filter that drops a text seen within the TTL) on the
    same input topic: msgs/s from its first to its last record.
@@ -23,8 +26,10 @@ import cProfile
 import dataclasses
 import gzip
 import json
+import multiprocessing
 import os
 import pstats
+import re
 import signal
 import subprocess
 import sys
@@ -45,7 +50,7 @@ from stream_dedup.kafka.demo import default_input, service_env
 from stream_dedup.kafka.produce import new_producer, send_lines
 from stream_dedup.kafka.retry import Backoff, Shutdown
 from stream_dedup.kafka.run import quiet_kafka_logs
-from stream_dedup.kafka.service import Service
+from stream_dedup.kafka.service import STEPS, Service
 from stream_dedup.kafka.sink import KafkaSink
 from stream_dedup.kafka.source import KafkaSource
 from stream_dedup.kafka.topics import configured_topics, create_topics, group_lag
@@ -111,6 +116,7 @@ def throughput(settings: Settings, lines: list[bytes], profile: bool) -> dict[st
     engine = Engine(settings, open_store("rocksdb", state))
     source = Timed(KafkaSource(k, backoff))
     service = Service(settings, engine, source, KafkaSink(k, backoff), shutdown)
+    service.check_topics()  # as `stream-dedup run` does before its first poll
 
     def watch() -> None:
         while True:
@@ -164,11 +170,12 @@ def latency(settings: Settings, lines: list[bytes], rate: float, seconds: float
     k = settings.kafka
     n = min(len(lines), int(rate * seconds))
     work = Path(tempfile.mkdtemp(prefix="kafka-bench-latency-"))
-    (work / "lines.jsonl").write_bytes(b"\n".join(lines[:n]) + b"\n")
     log = work / "service.log"
+    # No metrics port (other runs on this machine may hold the default); metrics still counted.
+    env = {**service_env(k, work / "state"), "STREAM_DEDUP__METRICS__PORT": "0"}
     with open(log, "wb") as out:
         service = subprocess.Popen([sys.executable, "-m", "stream_dedup.cli", "run"],
-                                   env=service_env(k, work / "state"), stdout=out, stderr=out)
+                                   env=env, stdout=out, stderr=out)
     try:
         deadline = time.monotonic() + 60
         while "partitions assigned" not in log.read_text(errors="replace"):
@@ -180,36 +187,87 @@ def latency(settings: Settings, lines: list[bytes], rate: float, seconds: float
                for p in reader.partitions_for_topic(t)]
         reader.assign(tps)
         reader.seek_to_beginning(*tps)
-        feeder = subprocess.Popen([sys.executable, "-m", "stream_dedup.cli", "produce",
-                                   str(work / "lines.jsonl"), "--topic", k.input_topics[0],
-                                   "--rate", str(rate), "--bootstrap", k.bootstrap_servers],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        feeder = multiprocessing.get_context("spawn").Process(
+            target=feed, args=(k.bootstrap_servers, k.input_topics[0], lines[:n], rate))
+        feeder.start()
+        sent_at: list[int] = []  # input timestamps (ms), and their latencies beside them
         lat: list[float] = []
+        machine, own = cpu_seconds(), cpu_seconds(service.pid)
         deadline = time.monotonic() + seconds + 60
         first = last = 0.0
         while len(lat) < n and time.monotonic() < deadline:
             for batch in reader.poll(timeout_ms=50).values():
                 now_ms = time.time() * 1000
+                sent_at.extend(r.timestamp for r in batch)
                 lat.extend(now_ms - r.timestamp for r in batch)
                 last = time.perf_counter()
                 first = first or last
-        feeder.wait(30)
+        machine = [b - a for a, b in zip(machine, cpu_seconds(), strict=True)]
+        own = [b - a for a, b in zip(own, cpu_seconds(service.pid), strict=True)]
+        feeder.join(30)
         reader.close()
     finally:
         service.send_signal(signal.SIGTERM)
         service.wait(60)
-    lat.sort()  # every record counts, the first ones after the service started included
     got = len(lat)
-
-    def pick(q: float) -> float:
-        return lat[min(int(q * got), got - 1)]
-
+    # Every record counts, the first ones after the service started included; the steady
+    # figure leaves out the first second of input (the clients' and the broker's first
+    # requests on fresh topics) and is printed beside it, never instead of it.
+    start = min(sent_at)
+    steady = sorted(v for t, v in zip(sent_at, lat, strict=True) if t >= start + 1000)
+    lat.sort()
     print(f"\n[2] latency at an offered {rate:,.0f} msgs/s: {got:,}/{n:,} records out in "
           f"{last - first:.1f} s ({got / max(last - first, 1e-9):,.0f} msgs/s); input "
-          f"timestamp to output: p50 {pick(0.50):.0f} ms, p99 {pick(0.99):.0f} ms, "
-          f"max {lat[-1]:.0f} ms")
-    return {"offered": rate, "received": got, "p50_ms": pick(0.5), "p99_ms": pick(0.99),
-            "max_ms": lat[-1]}
+          f"timestamp to output: p50 {pick(lat, 0.50):.0f} ms, p99 {pick(lat, 0.99):.0f} ms, "
+          f"max {lat[-1]:.0f} ms (after the first second: p50 {pick(steady, 0.50):.0f} ms, "
+          f"p99 {pick(steady, 0.99):.0f} ms)")
+    print(f"    the service: {stopped_line(log)}")
+    print(f"    CPU meanwhile: the machine {machine[0] / machine[1]:.2f} of {os.cpu_count()} "
+          f"cores busy (every process: this one, the service, the feeder, the broker, and "
+          f"anything else running), the service {own[0] / machine[1]:.2f} cores")
+    return {"offered": rate, "received": got, "p50_ms": pick(lat, 0.5),
+            "p99_ms": pick(lat, 0.99), "max_ms": lat[-1], "steady_p99_ms": pick(steady, 0.99)}
+
+
+def cpu_seconds(pid: int | None = None) -> list[float]:
+    """[busy CPU seconds, wall seconds] of the machine (all cores, from /proc/stat), or of
+    process `pid` (user + system)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    if pid is None:
+        v = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        return [(sum(v) - v[3] - v[4]) / tick, time.monotonic()]
+    f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return [(int(f[11]) + int(f[12])) / tick, time.monotonic()]
+
+
+def feed(bootstrap: str, topic: str, lines: list[bytes], rate: float) -> None:
+    """Phase 2's input, in a process of its own: what `stream-dedup produce --rate` does, with
+    the producer told where the topic lives before the pacing clock starts (else its first send
+    waits for that, and the records due meanwhile go out in one burst: not a fixed rate)."""
+    producer = new_producer(bootstrap)
+    try:
+        producer.partitions_for(topic)
+        send_lines(producer, topic, lines, "id", rate)
+    finally:
+        producer.close()
+
+
+def pick(ordered: list[float], q: float) -> float:
+    """The `q` quantile of an ascending list (nearest rank)."""
+    return ordered[min(int(q * len(ordered)), len(ordered) - 1)]
+
+
+def stopped_line(log: Path) -> str:
+    """Batches, mean batch size and the time by loop step, from the service's last log line."""
+    fields = dict(re.findall(r"(\w+)=(\S+)", next(
+        (line for line in reversed(log.read_text(errors="replace").splitlines())
+         if " stopped records=" in line), "")))
+    if not fields:
+        return f"no 'stopped' line in {log}"
+    records, batches = int(fields["records"]), max(int(fields["batches"]), 1)
+    steps = ", ".join(f"{name} {float(fields[f'{name}_s']):.1f} s" for name in STEPS)
+    return (f"{records:,} records in {batches:,} batches (mean {records / batches:.0f} a "
+            f"batch); time by loop step: {steps}")
 
 
 def quix(k: KafkaSettings, total: int) -> dict[str, float]:

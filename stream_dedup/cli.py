@@ -29,7 +29,7 @@ from .state import open_store
 
 log = logging.getLogger(__name__)
 SAMPLE = Path(__file__).parent / "data" / "sample.jsonl.gz"
-KAFKA_COMMANDS = ("run", "produce", "topics", "demo")
+KAFKA_COMMANDS = ("run", "produce", "topics", "demo", "stage")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -107,6 +107,13 @@ def build_parser() -> argparse.ArgumentParser:
                                                     "dead-letter topics"))
     tc.add_argument("--partitions", type=int, help="partitions each (default: kafka.partitions)")
     tc.add_argument("--bootstrap", help="host:port (overrides kafka.bootstrap_servers)")
+
+    g = with_config(sub.add_parser(
+        "stage", help="run one member of a stage of the global scope (scale.scope: global)"))
+    g.add_argument("stage", choices=("fingerprint", "index", "decide"),
+                   help="fingerprint: input to probes; index: a shard group answering probes; "
+                        "decide: joins answers into verdicts and routes the records")
+    g.add_argument("--state", help="state directory (overrides state.path)")
 
     m = with_config(sub.add_parser("demo", help="start a local broker, run the service on a "
                                                 "sample stream, print the summary, stop"))
@@ -345,6 +352,24 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def cmd_stage(args: argparse.Namespace, settings: Settings) -> int:
+    from dataclasses import replace
+
+    from .scale.stages import check_scope, run_stage
+
+    check_scope(settings)
+    if args.state:
+        settings = replace(settings, state=replace(settings.state, path=args.state))
+    if args.stage == "fingerprint":
+        from .scale.fingerprint_stage import FingerprintStage as make
+    elif args.stage == "index":
+        from .scale.index_stage import IndexStage as make
+    else:
+        from .scale.decide_stage import DecideStage as make
+    run_stage(settings, make(settings))
+    return 0
+
+
 def cmd_produce(args: argparse.Namespace, settings: Settings) -> int:
     from .kafka.produce import produce_file
 
@@ -361,7 +386,10 @@ def cmd_topics(args: argparse.Namespace, settings: Settings) -> int:
     from .kafka.topics import create_topics
 
     k = _with_bootstrap(settings, args.bootstrap).kafka
-    for name, status in create_topics(k, args.partitions).items():
+    t = settings.topology
+    staged = {t.probes_topic: t.probes_partitions, t.answers_topic: t.join_partitions,
+              t.originals_topic: t.join_partitions} if settings.scale.scope == "global" else {}
+    for name, status in create_topics(k, args.partitions, staged).items():
         print(f"{name}: {status}")
     return 0
 
@@ -382,7 +410,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         handler = {"dedup": cmd_dedup, "check": cmd_check, "eval": cmd_eval, "fit": cmd_fit,
                    "run": cmd_run,
                    "audit": cmd_audit,
-                   "produce": cmd_produce, "topics": cmd_topics, "demo": cmd_demo}[args.command]
+                   "produce": cmd_produce, "topics": cmd_topics, "demo": cmd_demo,
+                   "stage": cmd_stage}[args.command]
         if args.command in KAFKA_COMMANDS:
             from .kafka.run import quiet_kafka_logs
 

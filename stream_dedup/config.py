@@ -100,6 +100,10 @@ class VerifySettings:
     min_chars: int = 8  # shorter normalized texts (captions, bylines) match only exactly
     related_contained: bool = True  # an earlier text inside a much longer later one is related
     min_excerpt_chars: int = 20  # a later text this long inside a much longer earlier one is a dup
+    # A later text that puts a passage of its own inside an earlier one is not its copy (a
+    # fuller earlier text may still be: the search goes on):
+    related_passage: bool = True
+    min_passage_chars: int = 5  # own characters taken out and put in, the two together
     # Meaning changes that make a near match only *related* (the message goes out as unique):
     related_number: bool = True  # a number changed
     related_date: bool = True  # a date, time or weekday changed
@@ -172,7 +176,7 @@ class KafkaSettings:
     client_id: str = "stream-dedup"
     auto_offset_reset: Literal["earliest", "latest"] = "earliest"  # a group with no offsets
     poll_batch_size: int = 1000  # most records decided together
-    batch_wait_ms: int = 20  # how long a poll waits to fill a batch
+    batch_wait_ms: int = 20  # how long a poll waits for the first record (never to fill a batch)
     max_poll_interval_ms: int = 300000  # a batch slower than this loses the partitions
     session_timeout_ms: int = 10000  # a silent consumer leaves the group after this
     produce_timeout_s: float = 60.0  # one delivery attempt of a batch's outputs
@@ -197,6 +201,43 @@ class KafkaSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class TopologySettings:
+    """The topics between the three stages of `scope: global` (`stream-dedup stage ...`).
+
+    Answers and originals share one partition count: a message's answers and its original land on
+    the same partition number, so the decide group (range assignment) gets both together.
+    """
+
+    probes_topic: str = "stream-dedup-probes"  # fingerprint -> index: probes by shard key
+    answers_topic: str = "stream-dedup-answers"  # index -> decide: answers by message id
+    originals_topic: str = "stream-dedup-originals"  # fingerprint -> decide: records by id
+    probes_partitions: int = 12  # index shards: the most index processes that share the work
+    join_partitions: int = 6  # answers and originals each: the most decide processes
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleSettings:
+    """How `stream-dedup run` shares the work between processes (issue 7; README "Scaling").
+
+    `process`: one index per process over every partition it consumes (run one process, or
+    partition the feed so that copies share a partition). `key`: dedup within the message key;
+    one engine per input partition, its state mirrored to a compacted changelog topic and
+    restored from it when the partition moves (`scale/partitioned.py`). `global`: one index
+    over all partitions, sharded by fingerprint (`stream-dedup stage ...`, section `topology`).
+    """
+
+    scope: Literal["process", "key", "global"] = "process"
+    # Changelog topic of each input topic ({group_id} and {topic} are filled in).
+    changelog_topic: str = "{group_id}-{topic}-changelog"
+    restore_timeout_s: float = 600.0  # a partition's restore taking longer stops the process
+    changelog_max_record_bytes: int = 8 << 20  # the topics' max.message.bytes (big buckets)
+
+    def changelog_for(self, group_id: str, topic: str) -> str:
+        """The changelog topic of input `topic`."""
+        return self.changelog_topic.format(group_id=group_id, topic=topic)
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     """The root of the settings tree; one attribute per section of config.yaml."""
 
@@ -210,6 +251,8 @@ class Settings:
     state: StateSettings = field(default_factory=StateSettings)
     engine: EngineSettings = field(default_factory=EngineSettings)
     kafka: KafkaSettings = field(default_factory=KafkaSettings)
+    topology: TopologySettings = field(default_factory=TopologySettings)
+    scale: ScaleSettings = field(default_factory=ScaleSettings)
     metrics: MetricsSettings = field(default_factory=MetricsSettings)
 
 
@@ -313,6 +356,8 @@ def _check(s: Settings) -> None:
     need(0.0 < v.min_jaccard <= 1.0, "verify.min_jaccard", "out of range", "(0, 1]")
     need(0.0 < v.min_containment <= 1.0, "verify.min_containment", "out of range", "(0, 1]")
     need(v.max_length_ratio >= 1.0, "verify.max_length_ratio", "out of range", ">= 1")
+    need(v.min_passage_chars > 2, "verify.min_passage_chars", "out of range",
+         ">= 3 (a typo changes up to 2 characters)")
     e = s.exact
     need(0.0 < e.false_positive_rate < 0.5, "exact.false_positive_rate", "out of range",
          "(0, 0.5)")
@@ -324,6 +369,8 @@ def _check(s: Settings) -> None:
     need(s.input.max_chars >= 1, "input.max_chars", "out of range", ">= 1")
     need(s.input.max_json_depth >= 1, "input.max_json_depth", "out of range", ">= 1")
     _check_kafka(s.kafka, need)
+    _check_topology(s, need)
+    _check_scale(s, need)
     need(0 <= s.metrics.port <= 65535, "metrics.port", "out of range", "0..65535")
     need(s.metrics.dedup_window_s > 0, "metrics.dedup_window_s", "out of range", "> 0")
     _check_metrics_security(s.metrics, need)
@@ -387,6 +434,39 @@ def _check_kafka(k: KafkaSettings, need: Any) -> None:
     need(k.partitions >= 1, "kafka.partitions", "out of range", ">= 1")
     need(k.replication_factor >= 1, "kafka.replication_factor", "out of range", ">= 1")
     _check_kafka_security(k, need)
+
+
+def _check_scale(s: Settings, need: Any) -> None:
+    c, k = s.scale, s.kafka
+    try:
+        names = {c.changelog_for(k.group_id, t) for t in k.input_topics}
+    except (KeyError, IndexError, ValueError):
+        names = set()
+    need(bool(names) and "{topic}" in c.changelog_topic, "scale.changelog_topic",
+         f"'{c.changelog_topic}' is not a topic name template",
+         "a name with {topic} and optionally {group_id}, e.g. {group_id}-{topic}-changelog")
+    clash = names & {*k.input_topics, k.output_topic, k.dead_letter_topic, k.duplicates_topic}
+    need(not clash, "scale.changelog_topic",
+         f"names a topic the service also reads or writes ({', '.join(sorted(clash))})",
+         "a topic of its own")
+    need(c.restore_timeout_s > 0, "scale.restore_timeout_s", "out of range", "> 0")
+    need(1 << 20 <= c.changelog_max_record_bytes <= 1 << 30, "scale.changelog_max_record_bytes",
+         "out of range", "1048576..1073741824")
+
+
+def _check_topology(s: Settings, need: Any) -> None:
+    t, k = s.topology, s.kafka
+    names = {"topology.probes_topic": t.probes_topic, "topology.answers_topic": t.answers_topic,
+             "topology.originals_topic": t.originals_topic}
+    taken = {*k.input_topics, k.output_topic, k.dead_letter_topic, k.duplicates_topic}
+    for key, topic in names.items():
+        need(bool(topic), key, "is empty", "a topic name")
+        need(topic not in taken, key, f"'{topic}' is also a kafka.* topic",
+             "a topic of its own")
+    need(len(set(names.values())) == 3, "topology.originals_topic",
+         "probes, answers and originals topics must differ", "three distinct names")
+    need(t.probes_partitions >= 1, "topology.probes_partitions", "out of range", ">= 1")
+    need(t.join_partitions >= 1, "topology.join_partitions", "out of range", ">= 1")
 
 
 def _check_kafka_security(k: KafkaSettings, need: Any) -> None:

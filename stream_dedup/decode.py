@@ -51,9 +51,11 @@ def _depth(obj: Any) -> int:
 
 
 def decode(raw: bytes, source: str, fallback_id: str, arrival_ms: int,
-           settings: InputSettings) -> Message | DeadLetter:
+           settings: InputSettings, scope: bytes | None = None,
+           origin: tuple[str, int] | None = None) -> Message | DeadLetter:
     """Decode one record. `fallback_id` is used when there is no id field (a file line number, a
-    topic/partition/offset); `arrival_ms` when there is no event-time field."""
+    topic/partition/offset); `arrival_ms` when there is no event-time field; `scope` and
+    `origin` are passed on to the message (see `Message`)."""
 
     def dead(reason: str) -> DeadLetter:
         return DeadLetter(source, reason, raw)
@@ -103,4 +105,4 @@ def decode(raw: bytes, source: str, fallback_id: str, arrival_ms: int,
         return dead("unpaired surrogate escape in JSON (not a Unicode character)")
     if len(text) > settings.max_chars:
         return dead(f"text of {len(text)} characters is over input.max_chars={settings.max_chars}")
-    return Message(ident, text, ts)
+    return Message(ident, text, ts, scope, origin)

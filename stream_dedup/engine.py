@@ -28,18 +28,19 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import fingerprint as fpr
-from . import meaning
+from . import meaning, scope
 from .config import Settings
+from .decide import Candidate, closest_verdict, rank_key, unique
 from .docs import Doc, seq_key, ttl_key
 from .exact import ExactMatch, ExactStage, exact_key, exact_value, text_hash
 from .expiry import expire
-from .index.layout import hamming, make_layout
+from .index.layout import make_layout
 from .index.probe import BatchProbe
 from .normalize import Normalizer
 from .records import Decision, Message, Verdict
 from .state.store import KVStore, WriteSet
 from .strategies import make_strategy
-from .verify import bigrams, similarity, verify
+from .verify import bigrams
 
 FORMAT_VERSION = 1
 _META_COUNTERS = b"counters"
@@ -193,8 +194,9 @@ class Engine:
 
     def _exact_stage(self, fresh: list[_Pending]) -> list[_Pending]:
         """Decide exact duplicates; return the rest for the near stage."""
-        for p in fresh:
-            p.hash = text_hash(p.text if p.text else "\x00" + p.msg.text.strip())
+        for p in fresh:  # salted by scope: equal texts of two scopes never match
+            p.hash = (text_hash(p.text if p.text else "\x00" + p.msg.text.strip())
+                      ^ scope.salt(p.msg.scope))
         if not fresh:
             return []
         if not self.settings.exact.enabled:
@@ -238,6 +240,8 @@ class Engine:
             fpr.anchors(fpr.Batch.of(texts), fsets.anchor_ngram, fsets.anchor_window)
             if s.index.anchors else [np.zeros(0, np.uint64)] * len(near)
         )
+        salts = np.fromiter((scope.salt(p.msg.scope) for p in near), np.uint64, count=len(near))
+        fps, anchors = scope.apply(salts, fps, owner, anchors)
         t1 = clock()
         seconds["fingerprint"] += t1 - t0
         probe = BatchProbe(self.store, self._layout, s.index.anchor_postings,
@@ -288,43 +292,20 @@ class Engine:
         vs = self.settings.verify
         for p, cands in zip(near, candidates, strict=True):
             if not cands:
-                p.verdict = _unique(p.msg.id, None, False)
+                p.verdict = unique(p.msg.id, None, False)
                 continue
             mine = grams[p.seq] = bigrams(p.text)
-            scored = []
+            found = []
             for seq, dist, _shared in cands:
                 other = in_batch.get(seq)
-                found = (other.text, other.msg.id, other.fp) if other else stored.get(seq)
-                if found is None:
+                entry = (other.text, other.msg.id, other.fp) if other else stored.get(seq)
+                if entry is None:
                     continue
                 theirs = grams.get(seq)
                 if theirs is None:
-                    theirs = grams[seq] = bigrams(found[0])
-                score, _ = similarity(theirs, mine, len(found[0]), len(p.text), vs)
-                scored.append((score, dist, found, theirs))
-            # The closest earlier text decides: a reprint of a dropped-clause copy must not
-            # hide a changed date that the full original shows.
-            scored.sort(key=lambda item: -item[0])
-            refused: tuple[str, str, int, float] | None = None
-            too_short = False
-            for _score, dist, (text, ident, ofp), theirs in scored:
-                check = verify(text, p.text, theirs, mine, vs)
-                distance = int(hamming(np.uint64(ofp), p.fp)) if dist < 0 else dist
-                if check.duplicate:
-                    p.verdict = Verdict(
-                        p.msg.id, Decision.NEAR,
-                        f"near: distance {distance}, similarity {check.similarity:.2f}",
-                        matched_id=ident, distance=distance,
-                        similarity=round(check.similarity, 4),
-                    )
-                    break
-                if check.guard == "short":
-                    too_short = True
-                elif check.guard:
-                    refused = (ident, check.guard, distance, check.similarity)
-                    break
-            if p.verdict is None:
-                p.verdict = _unique(p.msg.id, refused, too_short)
+                    theirs = grams[seq] = bigrams(entry[0])
+                found.append(Candidate(entry[1], entry[0], entry[2], dist, theirs))
+            p.verdict = closest_verdict(p.msg.id, p.text, p.fp, mine, found, vs)
 
     def _record(self, pending: list[_Pending], fresh: list[_Pending],
                 tables: BatchProbe) -> None:
@@ -351,20 +332,6 @@ class Engine:
         self.store.write(writes)
 
 
-def _unique(message_id: str, related: tuple[str, str, int, float] | None,
-            too_short: bool) -> Verdict:
-    """The verdict of a message no candidate duplicates: related to the first candidate a
-    rule refused (a meaning change, containment), or naming the rule that kept it apart."""
-    if related is not None:
-        related_id, guard, distance, sim = related
-        return Verdict(message_id, Decision.UNIQUE, f"related: {guard.replace(',', ', ')}",
-                       matched_id=related_id, distance=distance, similarity=round(sim, 4),
-                       guard=guard)
-    if too_short:
-        return Verdict(message_id, Decision.UNIQUE, "unique: too little content for a near match")
-    return Verdict(message_id, Decision.UNIQUE, "unique")
-
-
 def _per_message(by_row: dict[int, list[tuple[int, int, int]]], owner: np.ndarray,
                  seqs: np.ndarray, limit: int) -> list[list[tuple[int, int, int]]]:
     """Candidates of each message from those of its fingerprint rows: the message itself left
@@ -377,14 +344,9 @@ def _per_message(by_row: dict[int, list[tuple[int, int, int]]], owner: np.ndarra
             if cand[0] == own:
                 continue
             best = merged[i].get(cand[0])
-            if best is None or _rank_key(cand) < _rank_key(best):
+            if best is None or rank_key(cand) < rank_key(best):
                 merged[i][cand[0]] = cand
-    return [sorted(m.values(), key=_rank_key)[:limit] for m in merged]
-
-
-def _rank_key(cand: tuple[int, int, int]) -> tuple[int, int]:
-    _seq, dist, shared = cand
-    return -shared, dist if dist >= 0 else 255
+    return [sorted(m.values(), key=rank_key)[:limit] for m in merged]
 
 
 def _replayed(first: Verdict) -> Verdict:

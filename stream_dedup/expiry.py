@@ -2,9 +2,10 @@
 
 The `ttl` column family is a TTL index keyed by (event time, seq); a sweep takes the oldest entries
 behind the cutoff and undoes each message: its block-table entries and anchor postings (recomputed
-from the stored normalized text), its exact record (when it is still the one recorded), its doc
-and id, then range-deletes the swept part of the index. The work per message matches an insert,
-so the state stays bounded under an endless stream.
+from the stored normalized text, and salted again with the scope salt `scope.recover` reads back),
+its exact record (when it is still the one recorded), its doc and id, then range-deletes the
+swept part of the index. The work per message matches an insert, so the state stays bounded under
+an endless stream.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import struct
 import numpy as np
 
 from . import fingerprint as fpr
+from . import scope
 from .config import Settings
 from .docs import Doc, seq_key, ttl_key
 from .exact import exact_key
@@ -47,6 +49,8 @@ def expire(store: KVStore, settings: Settings, strategy: fpr.Strategy, layout: L
         fps, owner = strategy(texts)
         f, posted = settings.fingerprint, settings.index.anchors_stored
         anchors = fpr.anchors(fpr.Batch.of(texts), f.anchor_ngram, f.anchor_window)
+        salts = scope.recover(np.array([d.fp for d in indexed], np.uint64), fps, owner)
+        fps, anchors = scope.apply(salts, fps, owner, anchors)  # as they were inserted
         remove_entries(store, layout, fps,
                        np.array([d.seq for d in indexed], dtype=np.uint64)[owner],
                        [a[:posted] if posted else a for a in anchors], writes)

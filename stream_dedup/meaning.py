@@ -18,6 +18,11 @@ texts are aligned and every span that differs is classified, in this order:
    replaced (`entity`, jieba's dictionary tags nr/ns/nt/nz);
 6. anything else short is a `typo`, longer an `edit`.
 
+Separately, `added_passage` finds where the later text puts a passage of its own *inside* the
+earlier one (a clause inserted, a phrase rewritten): wrappers, lead-ins, comments and source lines
+sit at the edges, typos change a character or two, and cut or moved text brings nothing of its
+own, so such a passage is content the earlier text does not carry.
+
 Words are found with jieba's dictionary (the longest dictionary word covering a position), not
 by running the segmenter: this runs only on candidate pairs, and must stay cheap.
 """
@@ -51,6 +56,9 @@ _ENTITY_TAGS = frozenset({"nr", "nrt", "nrfg", "ns", "nt", "nz"})
 _TIME_TAGS = frozenset({"t"})
 _SWAP_MAX = 6  # characters: moved spans up to this long are words trading places, longer clauses
 _MATERIAL_MIN = 5  # characters: a longer span added or cut inside the text is material
+_TYPO_MAX = 2  # characters: the most a typo changes
+_INSIDE = 4  # characters: shared text on each side that puts a span inside a text, off its edges
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,7 +290,7 @@ def _replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: _L
         return "entity"  # a name replaced by another name, or by another word
     if min(len(part_a), len(part_b)) >= 2 and lex.names_at(a, i1, i2) and lex.names_at(b, j1, j2):
         return "entity"  # names the dictionary lacks, recognised by jieba's tagger
-    return "typo" if max(len(part_a), len(part_b)) <= 2 else "edit"
+    return "typo" if max(len(part_a), len(part_b)) <= _TYPO_MAX else "edit"
 
 
 def _added_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: _Lexicon) -> str:
@@ -388,3 +396,35 @@ def classify(a: str, b: str) -> list[Span]:
         out.append(Span(span[0], span[1], span[2], span[3], span[4], kind))
     return _changed_in_material(a, b, out, lex)
 
+
+def _own(x: str, y: str) -> list[bool]:
+    """Per character of `x`, whether it is content of x's own: a Chinese character that no
+    character bigram of `y` covers. Text that `y` has elsewhere (a moved clause) is not; digits,
+    letters and emoji codes never are (the meaning classes and normalization judge those)."""
+    pairs = {y[k : k + 2] for k in range(len(y) - 1)}
+    own = [bool(_HAN.match(c)) for c in x]
+    for k in range(len(x) - 1):
+        if x[k : k + 2] in pairs:
+            own[k] = own[k + 1] = False
+    return own
+
+
+def added_passage(a: str, b: str, spans: list[Span], min_chars: int) -> Span | None:
+    """The first span of `classify(a, b)` where the later text `b` puts a passage of its own
+    inside the earlier text `a`: shared text on both sides (not an edge, where wrappers, lead-ins,
+    comments and source lines go), more characters of b's own than a typo changes, and at least
+    `min_chars` own characters taken out and put in together (a clause inserted, a phrase
+    rewritten). None when there is no such span."""
+    ends = [0] + [s.i2 for s in spans]
+    starts = [s.i1 for s in spans] + [len(a)]
+    inside = [s for n, s in enumerate(spans)
+              if not (s.changes_meaning or s.kind in ("reorder", "swap"))
+              and s.j2 - s.j1 > _TYPO_MAX and min(s.i1 - ends[n], starts[n + 1] - s.i2) >= _INSIDE]
+    if not inside:
+        return None
+    own_a, own_b = _own(a, b), _own(b, a)
+    for s in inside:
+        later = sum(own_b[s.j1 : s.j2])
+        if later > _TYPO_MAX and later + sum(own_a[s.i1 : s.i2]) >= min_chars:
+            return s
+    return None

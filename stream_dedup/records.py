@@ -12,11 +12,16 @@ class Message:
 
     `id` identifies the message for replay (the same id presented again gets its first verdict);
     `timestamp_ms` is event time in milliseconds since the epoch and drives the time window.
+    `scope` (with `scale.scope: key`, the Kafka message key) confines matching: messages with
+    different scopes never match; None is no scoping. `origin` is the (topic, partition) a Kafka
+    message was read from (None for files): `scope: key` routes it to that partition's engine.
     """
 
     id: str
     text: str
     timestamp_ms: int
+    scope: bytes | None = None
+    origin: tuple[str, int] | None = None
 
 
 class Decision(StrEnum):

@@ -6,7 +6,10 @@ containment of the shorter in the longer for copies that gained or lost material
 comment, a suffix, a cut). Hard negatives (a number changed, a negation added) are as similar as
 true copies by any n-gram measure, so a pair that passes is aligned and every differing span is
 classified (`meaning.classify`): a pair with a meaning change of an enabled class is *related*,
-not a duplicate.
+not a duplicate. A later text that puts a passage of its own inside the earlier one (a clause
+inserted, a phrase rewritten: `meaning.added_passage`) carries content the earlier lacks, so it is
+not a copy of *that* text; it may still be one of a fuller earlier text (the earlier one a copy
+with a clause cut), so this rule keeps the pair apart without settling the message.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .config import VerifySettings
-from .meaning import classify
+from .meaning import added_passage, classify
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +31,9 @@ class Check:
     # Why a similar pair is not a duplicate: "short" (too little content), or what makes it only
     # related: "contained", or the meaning changes, comma-separated.
     guard: str | None = None
+    # A rule that keeps this pair apart without settling the message (guard None, so the next
+    # candidate is tried): "passage", the later text adds a passage of its own inside this one.
+    apart: str | None = None
 
 
 def bigrams(text: str) -> frozenset[int]:
@@ -85,5 +91,10 @@ def verify(a: str, b: str, grams_a: frozenset[int], grams_b: frozenset[int],
         how = "substitution"  # a short text with a typo or two loses too many bigrams
     if not how:
         return Check(False, score)
-    changes = sorted({s.kind for s in classify(a, b)} & settings.meaning_classes)
-    return Check(not changes, score, ",".join(changes) or None)
+    spans = classify(a, b)
+    changes = sorted({s.kind for s in spans} & settings.meaning_classes)
+    if changes:
+        return Check(False, score, ",".join(changes))
+    if settings.related_passage and added_passage(a, b, spans, settings.min_passage_chars):
+        return Check(False, score, apart="passage")
+    return Check(True, score)

@@ -36,6 +36,10 @@ class Meter(Protocol):
     def count_error(self, kind: str) -> None:
         """One failed call: produce, commit or broker."""
 
+    def refresh_state(self, engine: Any) -> None:
+        """Read the state's gauges now (the service does it before its first batch, so that
+        the first reading, the slowest, does not delay that batch's outputs)."""
+
 
 class Ready(Protocol):
     """Readiness conditions, set from the service's thread (`Readiness` implements it)."""
@@ -55,6 +59,9 @@ class NullMeter:
         return
 
     def count_error(self, kind: str) -> None:
+        return
+
+    def refresh_state(self, engine: Any) -> None:
         return
 
 

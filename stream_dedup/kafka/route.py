@@ -46,6 +46,7 @@ class Output:
     value: bytes | None
     headers: h.Headers
     timestamp_ms: int
+    partition: int | None = None  # None: the producer's partitioner (by key)
 
 
 def source_of(r: InputRecord) -> str:
@@ -53,14 +54,17 @@ def source_of(r: InputRecord) -> str:
     return f"{r.topic}/{r.partition}/{r.offset}"
 
 
-def decode_batch(records: Sequence[InputRecord],
-                 settings: InputSettings) -> list[Message | DeadLetter]:
+def decode_batch(records: Sequence[InputRecord], settings: InputSettings,
+                 by_key: bool = False) -> list[Message | DeadLetter]:
     """Decode each record; the record timestamp is the arrival time (for messages with no
-    event-time field)."""
+    event-time field). Each message knows its (topic, partition); with `by_key`
+    (`scale.scope: key`) its record key is its scope (null and empty keys share one)."""
     out: list[Message | DeadLetter] = []
     for r in records:
         where = source_of(r)
-        out.append(decode(r.value or b"", where, where, r.timestamp, settings))
+        scope = (r.key or b"") if by_key else None
+        out.append(decode(r.value or b"", where, where, r.timestamp, settings, scope,
+                          (r.topic, r.partition)))
     return out
 
 

@@ -10,6 +10,7 @@ import ssl
 from types import FrameType
 from typing import Any
 
+from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from prometheus_client import CollectorRegistry
 
 from ..config import MetricsSettings, Settings
@@ -17,11 +18,12 @@ from ..engine import Engine
 from ..errors import ConfigError, ServiceError
 from ..health import MetricsServer, Readiness, tls_context
 from ..metrics import ServiceMetrics
+from ..scale.partitioned import open_partitioned
 from ..secret import read_secret
 from ..state import open_store
 from .observe import BROKER_REACHABLE, CONDITIONS, STATE_OPEN
 from .retry import Backoff, Shutdown, Throttle
-from .service import Service, ServiceStats
+from .service import Decider, Service, ServiceStats
 from .sink import KafkaSink
 from .source import KafkaSource
 
@@ -87,6 +89,21 @@ def start_metrics_port(metrics: ServiceMetrics, m: MetricsSettings,
     return server
 
 
+def _decider(settings: Settings, root: str) -> tuple[Decider, ConsumerRebalanceListener | None]:
+    """The engine of `scale.scope` and the rebalance listener it needs: one engine over every
+    partition (`process`), or one per partition restored from its changelog (`key`)."""
+    scope = settings.scale.scope
+    if scope == "global":
+        raise ConfigError("scale.scope", "'global' runs as three stages, not as `run`",
+                          "process or key for `stream-dedup run`")
+    if scope == "key":
+        engines = open_partitioned(settings, root)
+        return engines, engines
+    st = settings.state
+    return Engine(settings, open_store(st.backend, root, st.block_cache_mb,
+                                       st.sync_writes)), None
+
+
 def serve(settings: Settings, state_path: str | None = None) -> ServiceStats:
     """Run the service in this (main) thread until SIGTERM/SIGINT; returns its totals."""
     k = settings.kafka
@@ -110,11 +127,10 @@ def serve(settings: Settings, state_path: str | None = None) -> ServiceStats:
         backoff = Backoff(k.retry_backoff_s, k.retry_backoff_max_s, shutdown.expired,
                           on_retry=on_retry)
         st = settings.state
-        engine = Engine(settings, open_store(st.backend, state_path or st.path,
-                                             st.block_cache_mb, st.sync_writes))
+        engine, listener = _decider(settings, state_path or st.path)
         ready.set(STATE_OPEN, True)
         try:
-            source = KafkaSource(k, backoff, metrics, ready)
+            source = KafkaSource(k, backoff, metrics, ready, listener)
             sink = KafkaSink(k, backoff, metrics, ready)
         except BaseException:
             engine.close()

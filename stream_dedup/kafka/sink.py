@@ -60,6 +60,15 @@ class KafkaSink:
             **client_security(s),
         )
 
+    def prepare(self, topics: Sequence[str]) -> None:
+        """Learn where each of `topics` lives now. kafka-python learns it at the first send
+        to a topic, one topic per metadata request and at most one request per
+        `retry_backoff_s`: left to the first batches, that wait (half a second a topic) lands
+        on the latency of their records."""
+        for topic in topics:
+            self.backoff.call(f"reading the partitions of {topic}",
+                              lambda t=topic: self.producer.partitions_for(t))
+
     def deliver(self, outputs: Sequence[Output]) -> None:
         """Send every output and wait until the broker acknowledged each one.
 
@@ -95,7 +104,7 @@ class KafkaSink:
     def _send(self, o: Output):  # -> FutureRecordMetadata | None
         try:
             return self.producer.send(o.topic, value=o.value, key=o.key, headers=o.headers,
-                                      timestamp_ms=o.timestamp_ms)
+                                      partition=o.partition, timestamp_ms=o.timestamp_ms)
         except KafkaError as exc:
             if not is_retriable(exc):
                 self.metrics.count_error("produce")

@@ -13,7 +13,6 @@ Readiness: "partitions assigned" follows the listener (false while this member o
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Sequence
 
 from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
@@ -40,27 +39,36 @@ _REFUSED = (CommitFailedError, RebalanceInProgressError, IllegalGenerationError,
 
 
 class _Listener(ConsumerRebalanceListener):
-    """Logs each change and tells `owned` what this member owns after it."""
+    """Logs each change, tells `owned` what this member owns after it, then `then` (a listener
+    of the caller's: `scope: key` closes and opens partition state there)."""
 
     def __init__(self, assignment: Callable[[], set[TopicPartition]],
-                 owned: Callable[[set[TopicPartition]], None]) -> None:
+                 owned: Callable[[set[TopicPartition]], None],
+                 then: ConsumerRebalanceListener | None = None) -> None:
         self.assignment = assignment
         self.owned = owned
+        self.then = then
 
     def on_partitions_revoked(self, revoked: Sequence[TopicPartition]) -> None:
         if revoked:
             log.info("partitions revoked (all done on them is committed) partitions=%s",
                      _names(revoked))
         self.owned(self.assignment() - set(revoked))
+        if self.then is not None:
+            self.then.on_partitions_revoked(revoked)
 
     def on_partitions_assigned(self, assigned: Sequence[TopicPartition]) -> None:
         log.info("partitions assigned partitions=%s", _names(assigned))
         self.owned(self.assignment() | set(assigned))
+        if self.then is not None:
+            self.then.on_partitions_assigned(assigned)
 
     def on_partitions_lost(self, lost: Sequence[TopicPartition]) -> None:
         log.warning("partitions lost (evicted from the group; uncommitted work is replayed by "
                     "the next owner) partitions=%s", _names(lost))
         self.owned(self.assignment() - set(lost))
+        if self.then is not None:
+            self.then.on_partitions_lost(lost)
 
 
 def _timestamp(r: InputRecord) -> int:
@@ -75,7 +83,8 @@ class KafkaSource:
     """Polls batches of records from the input topics and commits what was done."""
 
     def __init__(self, settings: KafkaSettings, backoff: Backoff, metrics: Meter = NULL_METER,
-                 ready: Ready = NULL_READY) -> None:
+                 ready: Ready = NULL_READY,
+                 listener: ConsumerRebalanceListener | None = None) -> None:
         self.settings = settings
         self.backoff = backoff
         self.metrics = metrics
@@ -84,7 +93,7 @@ class KafkaSource:
             "connecting the consumer",
             lambda: connect("connecting the consumer", settings, self._connect))
         self.consumer.subscribe(list(settings.input_topics),
-                                listener=_Listener(self._assignment, self._owned))
+                                listener=_Listener(self._assignment, self._owned, listener))
         log.info("consumer subscribed topics=%s group=%s bootstrap=%s security=%s",
                  ",".join(settings.input_topics), settings.group_id, settings.bootstrap_servers,
                  describe(settings))
@@ -125,7 +134,12 @@ class KafkaSource:
         return self.backoff.call("listing topics", self.consumer.topics)
 
     def poll(self) -> list[InputRecord]:
-        """Up to `poll_batch_size` records, waiting at most `batch_wait_ms` to fill the batch.
+        """Up to `poll_batch_size` records: waits at most `batch_wait_ms` for the first ones,
+        then takes only what has already arrived.
+
+        Waiting to fill a batch would add its wait to every record's latency when the input is
+        thin; when it is thick the fetched records fill the batch at once anyway, so the batch
+        size follows the load by itself.
 
         The batch is sorted by record timestamp (stably: records of one partition with rising
         timestamps keep their order), so within a batch an original is decided before its copy
@@ -135,11 +149,10 @@ class KafkaSource:
         """
         s = self.settings
         out: list[InputRecord] = []
-        deadline = time.monotonic() + s.batch_wait_ms / 1000
+        wait_ms = s.batch_wait_ms
         while len(out) < s.poll_batch_size:
-            left_ms = max(int((deadline - time.monotonic()) * 1000), 0)
             try:
-                got = self.consumer.poll(timeout_ms=left_ms,
+                got = self.consumer.poll(timeout_ms=wait_ms,
                                          max_records=s.poll_batch_size - len(out))
             except KafkaError as exc:
                 self.metrics.count_error("broker")
@@ -150,10 +163,11 @@ class KafkaSource:
                 self.backoff.wait(s.retry_backoff_s)
                 break
             self.ready.set(BROKER_REACHABLE, True)
+            if not got:
+                break
             for records in got.values():
                 out.extend(records)
-            if left_ms == 0:
-                break
+            wait_ms = 0
         out.sort(key=_timestamp)
         return out
 

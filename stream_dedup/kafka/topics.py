@@ -4,7 +4,7 @@ the benchmark). Every client here is short-lived and closed after use."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TypeVar
 
@@ -48,14 +48,17 @@ def admin(where: Cluster) -> Iterator[KafkaAdminClient]:
         client.close()
 
 
-def create_topics(k: KafkaSettings, partitions: int | None = None) -> dict[str, str]:
-    """Create the configured topics (`kafka.partitions` each unless given); returns each name
-    with "created" or "exists". Waits until every new partition has a leader."""
+def create_topics(k: KafkaSettings, partitions: int | None = None,
+                  more: Mapping[str, int] | None = None) -> dict[str, str]:
+    """Create the configured topics (`kafka.partitions` each unless given), and the topics of
+    `more` with their own partition counts (the global scope's); returns each name with
+    "created" or "exists". Waits until every new partition has a leader."""
     result: dict[str, str] = {}
+    counts = {name: partitions or k.partitions for name in configured_topics(k)}
+    counts.update(more or {})
     with admin(k) as client:
-        for name in configured_topics(k):
-            spec = {"num_partitions": partitions or k.partitions,
-                    "replication_factor": k.replication_factor}
+        for name, count in counts.items():
+            spec = {"num_partitions": count, "replication_factor": k.replication_factor}
             try:
                 client.create_topics({name: spec}, timeout_ms=TIMEOUT_MS, wait_for_metadata=True)
                 result[name] = "created"

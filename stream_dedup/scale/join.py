@@ -1,0 +1,169 @@
+"""One partition of the decide stage: join a message's original and its answers, then decide it
+with the engine's verification (`decide.closest_verdict`). Pure of Kafka; state in a `KVStore`.
+
+A message is decided once its original and one answer per probe (`Original.probes`, counted by
+probe index, so a replayed answer counts once) are in. Its verdict is remembered by id: an
+original seen again (the fingerprint stage replayed it) gets its first verdict, marked replayed,
+and late answers of a decided message are dropped.
+
+Only earlier messages ever answer (the index shards answer with entries earlier in the total
+order), so a message is dropped only as a duplicate of an earlier one: two near duplicates can
+never drop each other, and following `matched_id` from any dropped message ends at a kept one.
+
+Column families of `state.COLUMN_FAMILIES`, as used here: `docs` what an open message has so
+far by id (its original when it came, and its answers: one value, so a batch costs one write
+per message it touches, and a changelog record per write); `ids` verdicts by id (a `docs.Doc`
+holding the verdict and the event time); `meta` the newest event time seen. Verdicts older
+than the window behind it are forgotten by a periodic sweep (`sweep.Sweeper`): a replay that
+late is decided afresh.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from ..config import Settings
+from ..decide import Candidate, closest_verdict, rank_key
+from ..docs import Doc
+from ..records import Decision, Verdict
+from ..state.store import KVStore, WriteSet
+from ..verify import bigrams
+from .probes import (
+    BLOCK,
+    EXACT,
+    Answer,
+    Original,
+    encode_answers,
+    pack_original,
+    unpack_answers,
+    unpack_original,
+)
+from .sweep import Sweeper
+
+_NEWEST = b"join"
+
+
+Slot = tuple[int, int, str]  # (probe index, or late: kind, index and id of the earlier message)
+
+
+def _slot(a: Answer) -> Slot:
+    """Where an answer counts: its probe's own answer once, and each late answer (one hit)
+    once however often it is replayed."""
+    return (a.kind, a.index, a.hits[0].message_id) if a.late else (-1, a.index, "")
+
+
+def _pending(original: Original | None, answers: dict[Slot, Answer]) -> bytes:
+    packed = pack_original(original) if original is not None else b""
+    return struct.pack("<I", len(packed)) + packed + encode_answers(list(answers.values()))
+
+
+def _unpending(data: bytes | None) -> tuple[Original | None, dict[Slot, Answer]]:
+    if data is None:
+        return None, {}
+    (size,) = struct.unpack_from("<I", data)
+    original = unpack_original(data[4:4 + size]) if size else None
+    return original, {_slot(a): a for a in unpack_answers(data[4 + size:])}
+
+
+def _event_ms(_key: bytes, value: bytes) -> int:
+    return Doc.decode(0, value).ts_ms
+
+
+@dataclass(frozen=True, slots=True)
+class Decided:
+    """An original and its verdict (`replayed` when it was decided before)."""
+
+    original: Original
+    verdict: Verdict
+
+
+class Join:
+    """Collects originals and answers of one join partition and decides complete messages."""
+
+    def __init__(self, store: KVStore, settings: Settings) -> None:
+        self.store = store
+        self._settings = settings
+        self.sweeper = Sweeper(int(settings.window.seconds * 1000), ("ids",), _event_ms)
+        newest = store.get_many("meta", [_NEWEST])[0]
+        self._max_ts = struct.unpack("<q", newest)[0] if newest else 0
+
+    def add(self, originals: Sequence[Original], answers: Sequence[Answer]) -> list[Decided]:
+        """Take a batch in; return the messages it completed, and the replayed originals."""
+        ids = sorted({o.message_id for o in originals} | {a.message_id for a in answers})
+        verdicts = dict(zip(ids, self.store.get_many("ids", [i.encode() for i in ids]),
+                            strict=True))
+        out: list[Decided] = []
+        fresh: dict[str, Original] = {}
+        for o in originals:
+            first = verdicts[o.message_id]
+            if first is not None:
+                out.append(Decided(o, replace(Doc.decode(0, first).verdict, replayed=True)))
+            else:
+                fresh[o.message_id] = o
+        arrived: dict[str, dict[Slot, Answer]] = {}
+        for a in answers:
+            if verdicts[a.message_id] is None:
+                arrived.setdefault(a.message_id, {})[_slot(a)] = a
+        open_ids = [i for i in ids if verdicts[i] is None]
+        writes = WriteSet()
+        for ident, data in zip(open_ids, self.store.get_many("docs", [i.encode()
+                                                                      for i in open_ids]),
+                               strict=True):
+            original, got = _unpending(data)
+            original = fresh.get(ident, original)
+            got.update(arrived.get(ident, {}))
+            if original is None or sum(not a.late for a in got.values()) < original.probes:
+                writes.put("docs", ident.encode(), _pending(original, got))
+                continue
+            verdict = self.verdict(original, list(got.values()))
+            out.append(Decided(original, verdict))
+            self._record(original, verdict, data is not None, writes)
+        self.sweeper.maybe_sweep(self.store, self._max_ts, writes)
+        writes.put("meta", _NEWEST, struct.pack("<q", self._max_ts))
+        self.store.write(writes)
+        return out
+
+    def verdict(self, o: Original, answers: Sequence[Answer]) -> Verdict:
+        """The engine's decision from the shards' answers: the first message with the same text
+        decides an exact duplicate; else the ranked candidates are verified."""
+        same = [h for a in answers if a.kind == EXACT for h in a.hits]
+        if same:
+            first = min(same, key=lambda h: (h.ts_ms, h.message_id.encode()))
+            return Verdict(o.message_id, Decision.EXACT, "exact: same normalized text",
+                           matched_id=first.message_id, distance=0, similarity=1.0)
+        if not o.text:
+            return Verdict(o.message_id, Decision.UNIQUE, "unique: no text content")
+        found: dict[str, list] = {}  # id -> [distance (-1: none), shared anchors, hit]
+        for a in answers:
+            for h in a.hits:
+                entry = found.setdefault(h.message_id, [-1, 0, h])
+                if a.kind == BLOCK:
+                    if entry[0] < 0 or h.distance < entry[0]:
+                        entry[0] = h.distance
+                elif a.kind != EXACT:
+                    entry[1] += 1
+        need = self._anchor_need(o.anchors)
+        ranked = sorted(((rank_key((0, d, s)), (h.ts_ms, h.message_id.encode()), d, h)
+                         for d, s, h in found.values() if d >= 0 or s >= need),
+                        key=lambda item: item[:2])
+        limit = self._settings.index.max_candidates
+        candidates = [Candidate(h.message_id, h.text, h.fp, d, bigrams(h.text))
+                      for _, _, d, h in ranked[:limit]]
+        return closest_verdict(o.message_id, o.text, o.fp, bigrams(o.text), candidates,
+                               self._settings.verify)
+
+    def _anchor_need(self, anchors: int) -> int:
+        """Shared anchors an anchor-only candidate needs: a fifth of the message's (at least
+        one; at most half of what a message is posted under), as `index.probe` ranks them."""
+        need = max(1, -(-anchors // 5))
+        stored = self._settings.index.anchors_stored
+        return min(need, -(-stored // 2)) if stored else need
+
+    def _record(self, o: Original, verdict: Verdict, was_open: bool, writes: WriteSet) -> None:
+        ident = o.message_id.encode()
+        writes.put("ids", ident, Doc(0, o.ts_ms, o.fp, 0, verdict, "", False).encode())
+        if was_open:
+            writes.delete("docs", ident)
+        self._max_ts = max(self._max_ts, o.ts_ms)

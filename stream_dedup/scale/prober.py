@@ -1,0 +1,83 @@
+"""What the fingerprint stage computes for a batch of messages: the engine's normalization, exact
+hash, fingerprint rows and winnowing anchors (its own functions, so both agree), turned into the
+message's probes. Pure: no Kafka, no state.
+
+Per message, numbered 0.. in this order: the exact hash (when `exact.enabled`); one probe per
+(fingerprint row, block table) with that row's fingerprint; one per anchor, the `anchors_stored`
+smallest posted (`ANCHOR`) and the rest looked up only (`LOOKUP`), as the engine posts a
+bottom-k sample and looks up all. A message whose normalized text is empty makes the exact probe
+only (the engine decides it from the exact stage alone).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import fingerprint as fpr
+from ..config import Settings
+from ..exact import text_hash
+from ..index.layout import make_layout
+from ..normalize import Normalizer
+from ..records import Message
+from ..strategies import make_strategy
+from .probes import ANCHOR, BLOCK, EXACT, LOOKUP, Probe
+
+
+@dataclass(frozen=True, slots=True)
+class Probed:
+    """A message's normalized text, fingerprint (its first row's), anchors and probes."""
+
+    message: Message
+    text: str
+    fp: int
+    anchors: int
+    probes: tuple[Probe, ...]
+
+
+class Prober:
+    """Normalizes and fingerprints batches of messages as the engine does."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._normalizer = Normalizer(settings.normalize)
+        self._strategy = make_strategy(settings.fingerprint)
+        i = settings.index
+        self._layout = make_layout(i.layout, i.max_distance, i.blocks)
+
+    def run(self, messages: Sequence[Message]) -> list[Probed]:
+        s = self.settings
+        texts = self._normalizer.normalize_batch([m.text for m in messages])
+        near = [i for i, t in enumerate(texts) if t]
+        near_texts = [texts[i] for i in near]
+        fps, owner = self._strategy(near_texts) if near else (np.zeros(0, np.uint64),
+                                                               np.zeros(0, np.int64))
+        keys = self._layout.keys(fps)
+        anchors = (fpr.anchors(fpr.Batch.of(near_texts), s.fingerprint.anchor_ngram,
+                               s.fingerprint.anchor_window)
+                   if s.index.anchors and near else [np.zeros(0, np.uint64)] * len(near))
+        rows: dict[int, list[int]] = {}
+        for row, i in enumerate(owner.tolist()):
+            rows.setdefault(near[i], []).append(row)
+        anchors_of = dict(zip(near, anchors, strict=True))
+        stored = s.index.anchors_stored
+        out = []
+        for i, (m, text) in enumerate(zip(messages, texts, strict=True)):
+            wanted: list[tuple[int, int, int, int, str]] = []  # kind, table, value, fp, text
+            if s.exact.enabled:
+                wanted.append((EXACT, 0, text_hash(text if text else "\x00" + m.text.strip()),
+                               0, ""))
+            own = rows.get(i, [])
+            for row in own:
+                wanted += [(BLOCK, t, int(keys[t][row]), int(fps[row]), text)
+                           for t in range(len(keys))]
+            first_fp = int(fps[own[0]]) if own else 0
+            mine = anchors_of.get(i, np.zeros(0, np.uint64)).tolist()
+            wanted += [(ANCHOR, 0, a, first_fp, text) if not stored or rank < stored
+                       else (LOOKUP, 0, a, 0, "") for rank, a in enumerate(mine)]
+            probes = tuple(Probe(kind, table, value, m.timestamp_ms, m.id, n, fp, posted)
+                           for n, (kind, table, value, fp, posted) in enumerate(wanted))
+            out.append(Probed(m, text, first_fp, len(mine), probes))
+        return out

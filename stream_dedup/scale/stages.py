@@ -1,0 +1,191 @@
+"""The loop the three stages of `scope: global` share, and their partition state.
+
+`stream-dedup stage fingerprint|index|decide` runs one member of that stage's consumer group
+(`kafka.group_id` + `-` + the stage). Per batch, in this order (the order is the delivery
+guarantee, as in the service):
+
+1. Poll a batch of the stage's input topics.
+2. Follow the assignment: state of partitions this member lost is closed; state of partitions it
+   gained is wiped locally and restored from its changelog before any record of them is handled.
+   Records of partitions it does not serve are neither handled nor committed (their owner, or
+   this member after the next rebalance, reads them again).
+3. Handle: the stage's work; its state writes are applied locally and sent to the changelog.
+4. Wait until the broker acknowledged the changelog records.
+5. Deliver the outputs and wait for their acknowledgements.
+6. Commit the input offsets.
+
+A crash anywhere replays the uncommitted batch: the index shards answer a replayed probe as the
+first time, the decide stage gives a replayed original its first verdict (at-least-once, never
+lost, never a duplicate of itself).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import shutil
+import signal
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Generic, Protocol, TypeVar
+
+from ..config import Settings
+from ..errors import ConfigError, ServiceError
+from ..kafka.retry import Backoff, GaveUp, Shutdown
+from ..kafka.route import InputRecord, Output, next_offsets
+from ..kafka.sink import KafkaSink
+from ..kafka.source import KafkaSource
+from ..state import KVStore, open_store
+from .changelog import ChangelogStore, changelog_producer, ensure_changelog_topics, restore
+
+log = logging.getLogger(__name__)
+PROGRESS_EVERY_S = 30.0
+T = TypeVar("T")
+
+
+class Stage(Protocol):
+    """One stage's work; `topics` are what it consumes."""
+
+    name: str
+    topics: tuple[str, ...]
+    poll_batch_size: int
+
+    def own(self, partitions: set[tuple[str, int]]) -> set[tuple[str, int]]:
+        """Follow the assignment; returns the partitions served (their records handled)."""
+        ...
+
+    def handle(self, records: Sequence[InputRecord]) -> list[Output]: ...
+    def flush(self, timeout_s: float) -> None: ...
+    def close(self) -> None: ...
+
+
+class PartitionStates(Generic[T]):
+    """Per owned partition number: a RocksDB store under `state.path`/<stage>-<n>, mirrored to
+    the stage's compacted changelog topic, and the stage's object `make(store)` over it."""
+
+    def __init__(self, settings: Settings, stage: str, topic: str, partitions: int,
+                 make: Callable[[KVStore], T]) -> None:
+        sc = settings.scale
+        self._settings = settings
+        self._stage = stage
+        self.topic = sc.changelog_for(f"{settings.kafka.group_id}-{stage}", topic)
+        ensure_changelog_topics(settings.kafka, {self.topic: partitions},
+                                sc.changelog_max_record_bytes)
+        self._producer = changelog_producer(settings.kafka, sc.changelog_max_record_bytes)
+        self._make = make
+        self._stores: dict[int, ChangelogStore] = {}
+        self.states: dict[int, T] = {}
+        self.restored_records = 0
+        self.restore_seconds = 0.0
+
+    def own(self, numbers: set[int]) -> None:
+        """Close what is no longer owned; restore and open what is newly owned."""
+        for n in sorted(set(self._stores) - numbers):
+            store = self._stores.pop(n)
+            store.detach()
+            store.close()
+            del self.states[n]
+            log.info("state closed stage=%s partition=%d", self._stage, n)
+        for n in sorted(numbers - set(self._stores)):
+            self._open(n)
+
+    def _open(self, n: int) -> None:
+        st, sc = self._settings.state, self._settings.scale
+        path = Path(st.path) / f"{self._stage}-{n}"
+        shutil.rmtree(path, ignore_errors=True)  # the changelog is the truth: restore it whole
+        inner = open_store(st.backend, str(path), st.block_cache_mb, st.sync_writes)
+        report = restore(inner, self._settings.kafka, self.topic, n, sc.restore_timeout_s,
+                         sc.changelog_max_record_bytes)
+        self.restored_records += report.records
+        self.restore_seconds += report.seconds
+        log.info("state restored stage=%s partition=%d records=%d bytes=%d seconds=%.2f",
+                 self._stage, n, report.records, report.bytes, report.seconds)
+        store = ChangelogStore(inner, self._producer, self.topic, n)
+        store.end_offset = report.end_offset
+        self._stores[n] = store
+        self.states[n] = self._make(store)
+
+    def flush(self, timeout_s: float) -> None:
+        for store in self._stores.values():
+            store.flush(timeout_s)
+
+    def close(self) -> None:
+        for store in self._stores.values():
+            store.close()
+        self._stores.clear()
+        self.states.clear()
+        self._producer.close()
+
+
+def stage_kafka(settings: Settings, stage: Stage):  # -> KafkaSettings
+    """The kafka settings of one stage's consumer group."""
+    k = settings.kafka
+    return dataclasses.replace(k, input_topics=stage.topics, group_id=f"{k.group_id}-{stage.name}",
+                               client_id=f"{k.client_id}-{stage.name}",
+                               poll_batch_size=stage.poll_batch_size)
+
+
+def check_scope(settings: Settings) -> None:
+    if settings.scale.scope != "global":
+        raise ConfigError("scale.scope", f"is {settings.scale.scope}; the stages serve the "
+                          "global scope", "global")
+
+
+def run_stage(settings: Settings, stage: Stage) -> int:
+    """Run `stage` until SIGTERM/SIGINT; returns the records it handled."""
+    k = stage_kafka(settings, stage)
+    shutdown = Shutdown(k.shutdown_timeout_s)
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        log.info("%s received: finishing the batch, then stopping", signal.Signals(signum).name)
+        shutdown.request()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    backoff = Backoff(k.retry_backoff_s, k.retry_backoff_max_s, shutdown.expired)
+    handled = batches = 0
+    started = last = time.monotonic()
+    source = sink = None
+    try:
+        source = KafkaSource(k, backoff)
+        sink = KafkaSink(k, backoff)
+        missing = sorted(set(k.input_topics) - source.topics())
+        if missing:
+            raise ServiceError(f"topic(s) {', '.join(missing)} do not exist on "
+                               f"{k.bootstrap_servers}: create them with `stream-dedup topics "
+                               "create` (same --config)")
+        log.info("running stage=%s group=%s topics=%s", stage.name, k.group_id,
+                 ",".join(k.input_topics))
+        while not shutdown.requested:
+            records = source.poll()  # 1.
+            served = stage.own({(tp.topic, tp.partition)
+                                for tp in source.consumer.assignment()})  # 2.
+            records = [r for r in records if (r.topic, r.partition) in served]
+            if records:
+                outputs = stage.handle(records)  # 3.
+                stage.flush(k.commit_timeout_s)  # 4.
+                sink.deliver(outputs)  # 5.
+                source.commit(next_offsets(records))  # 6.
+                handled += len(records)
+                batches += 1
+            if time.monotonic() - last >= PROGRESS_EVERY_S:
+                last = time.monotonic()
+                log.info("progress stage=%s records=%d batches=%d elapsed_s=%.0f", stage.name,
+                         handled, batches, last - started)
+    except GaveUp as exc:
+        log.warning("shutdown time ran out (%s): the last batch will be replayed", exc)
+    finally:
+        for what, close in (("consumer", source and source.close),
+                            ("producer", sink and sink.close), ("state", stage.close)):
+            if close is None:
+                continue
+            try:
+                close()
+            except Exception as exc:
+                log.warning("closing the %s failed: %s", what, exc)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    log.info("stopped stage=%s records=%d batches=%d elapsed_s=%.0f", stage.name, handled,
+             batches, time.monotonic() - started)
+    return handled

@@ -1,0 +1,177 @@
+"""The global scope's pure parts without Kafka: wire format, index shards, the decide join, and
+the three together in one process against the engine in file mode."""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from stream_dedup.config import Settings, WindowSettings, settings_from_dict
+from stream_dedup.engine import Engine
+from stream_dedup.errors import ConfigError
+from stream_dedup.records import Decision, Message
+from stream_dedup.scale.join import Join
+from stream_dedup.scale.prober import Prober
+from stream_dedup.scale.probes import (
+    ANCHOR,
+    BLOCK,
+    EXACT,
+    LOOKUP,
+    Answer,
+    Hit,
+    Original,
+    Probe,
+    pack_answers,
+    pack_original,
+    pack_probes,
+    partition_of,
+    unpack_answers,
+    unpack_original,
+    unpack_probes,
+)
+from stream_dedup.scale.shard import Shard
+from stream_dedup.state import MemoryStore
+
+pytestmark = pytest.mark.unit
+REPO = Path(__file__).resolve().parents[2]
+DEV = REPO.parent / "shared" / "bench" / "reviews-dev.jsonl.gz"
+SAMPLE = REPO / "stream_dedup" / "data" / "sample.jsonl.gz"
+
+
+def _original(message_id: str, probes: int, text: str = "文本", **kw) -> Original:
+    fields = {"message_id": message_id, "ts_ms": 5, "text": text, "fp": 7, "probes": probes,
+              "anchors": 0, "topic": "in", "partition": 1, "offset": 9, "timestamp": 5,
+              "key": None, "value": b"{}", "headers": ()}
+    return Original(**{**fields, **kw})
+
+
+def test_wire_round_trip() -> None:
+    probes = [Probe(BLOCK, 3, 2**64 - 1, 12, "m1", 0, 99, "某个文本"),
+              Probe(LOOKUP, 0, 5, -1, "身份", 7)]
+    assert [p for r in pack_probes(probes) for p in unpack_probes(r)] == probes
+    answers = [Answer("m2", 4, ANCHOR, (Hit("m1", 12, 99, -1, "某个文本"),)),
+               Answer("m3", 0, EXACT, ()), Answer("m4", 2, BLOCK, (Hit("m", 1, 2, 3, ""),), True)]
+    assert [a for r in pack_answers(answers) for a in unpack_answers(r)] == answers
+    for o in (_original("m1", 3, headers=(("h", b"\x00v"), ("k", b""))),
+              _original("m2", 0, text="", key=b"", value=None)):
+        assert unpack_original(pack_original(o)) == o
+
+
+def test_records_are_cut_under_the_size_limit() -> None:
+    probes = [Probe(ANCHOR, 0, n, 1, f"m{n}", 0, 1, "字" * 3000) for n in range(200)]
+    records = pack_probes(probes)
+    assert len(records) > 1 and all(len(r) <= 256 * 1024 for r in records)
+    assert [p for r in records for p in unpack_probes(r)] == probes
+
+
+def test_lookup_anchors_meet_posted_ones() -> None:
+    posted, looked = Probe(ANCHOR, 0, 42, 1, "a", 0), Probe(LOOKUP, 0, 42, 2, "b", 0)
+    assert posted.shard_key == looked.shard_key
+    assert partition_of(posted.shard_key, 12) == partition_of(looked.shard_key, 12)
+
+
+def test_a_shard_answers_only_earlier_entries_and_replays_alike() -> None:
+    shard = Shard(MemoryStore(), Settings())
+    later = Probe(ANCHOR, 0, 42, 20, "later", 0, 1, "later text")
+    earlier = Probe(ANCHOR, 0, 42, 10, "earlier", 0, 2, "earlier text")
+    first = Probe(ANCHOR, 0, 42, 5, "first", 0, 3, "first text")
+    (a_first,) = shard.answer([first])
+    (a_later,) = shard.answer([later])  # arrives before `earlier`, which comes before it
+    a_earlier, late = shard.answer([earlier])
+    assert a_first.hits == ()
+    assert [h.message_id for h in a_later.hits] == ["first"]
+    assert [h.message_id for h in a_earlier.hits] == ["first"]  # never the later one
+    assert a_earlier.hits[0] == Hit("first", 5, 3, -1, "first text")
+    # The later message, answered before `earlier` arrived, is told of it.
+    assert late == Answer("later", 0, ANCHOR, (Hit("earlier", 10, 2, -1, "earlier text"),),
+                          late=True)
+    assert shard.answer([later, earlier]) == [a_earlier, late, a_later]  # replayed alike
+
+
+def test_exact_answers_the_first_and_blocks_measure_distance() -> None:
+    s = Settings()
+    shard = Shard(MemoryStore(), s)
+    ones = [Probe(EXACT, 0, 1, ts, f"m{ts}", 0) for ts in (1, 2, 3)]
+    assert [[h.message_id for h in a.hits] for a in shard.answer(ones)] == [[], ["m1"], ["m1"]]
+    far = 2 ** (s.index.candidate_distance + 1) - 1
+    blocks = [Probe(BLOCK, 0, 1, 1, "a", 1, 0, "甲"), Probe(BLOCK, 0, 1, 2, "b", 1, 0b111, "乙"),
+              Probe(BLOCK, 0, 1, 3, "c", 1, far, "丙")]
+    hits = [[(h.message_id, h.distance) for h in a.hits] for a in shard.answer(blocks)]
+    assert hits == [[], [("a", 3)], [("b", s.index.candidate_distance - 2)]]
+
+
+def test_shard_entries_expire_with_the_window() -> None:
+    s = dataclasses.replace(Settings(), window=WindowSettings(seconds=10.0))
+    shard = Shard(MemoryStore(), s)
+    shard.answer([Probe(ANCHOR, 0, 42, 1_000, "old", 0, 1, "旧")])
+    (answer,) = shard.answer([Probe(ANCHOR, 0, 42, 100_000, "new", 0, 1, "新")])
+    assert answer.hits == () and shard.sweeper.expired == 1
+
+
+def test_join_waits_for_every_answer_counts_replays_once_and_remembers() -> None:
+    join = Join(MemoryStore(), Settings())
+    exact = Answer("m2", 0, EXACT, (Hit("m1", 1, 0, -1, ""),))
+    none = Answer("m2", 1, BLOCK, ())
+    assert join.add([], [exact]) == []  # answers before the original
+    assert join.add([_original("m2", 2)], [exact]) == []  # the same answer again counts once
+    (done,) = join.add([], [none])
+    assert done.verdict.decision is Decision.EXACT and done.verdict.matched_id == "m1"
+    assert join.add([], [none]) == []  # late answers of a decided message are dropped
+    (again,) = join.add([_original("m2", 2)], [])
+    assert again.verdict == dataclasses.replace(done.verdict, replayed=True)
+
+
+def test_join_takes_late_answers_without_counting_them() -> None:
+    join = Join(MemoryStore(), Settings())
+    late = Answer("m3", 0, EXACT, (Hit("m1", 1, 0, -1, ""),), late=True)
+    own = Answer("m3", 0, EXACT, (Hit("m2", 2, 0, -1, ""),))
+    assert join.add([_original("m3", 1)], [late, late]) == []  # not one of its own answers
+    (done,) = join.add([], [own])
+    assert done.verdict.matched_id == "m1"  # the first message with the text, however late
+
+
+def _dev_messages(limit: int) -> list[Message]:
+    path = DEV if DEV.is_file() else SAMPLE
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        rows = [json.loads(line) for _, line in zip(range(limit), f, strict=False)]
+    return [Message(str(r["id"]), r["text"], 1_000 + n) for n, r in enumerate(rows)]
+
+
+def test_three_stages_in_one_process_decide_as_file_mode() -> None:
+    """Shards and joins fed in total order decide exactly as the engine in file mode."""
+    s = Settings()
+    messages = _dev_messages(2000)
+    engine = Engine(s, MemoryStore())
+    expected = {v.id: v for n in range(0, len(messages), 500)
+                for v in engine.process(messages[n:n + 500])}
+    shards = [Shard(MemoryStore(), s) for _ in range(12)]
+    joins = [Join(MemoryStore(), s) for _ in range(6)]
+    prober = Prober(s)
+    got = {}
+    for n in range(0, len(messages), 500):
+        probes, originals, answers = defaultdict(list), defaultdict(list), defaultdict(list)
+        for p in prober.run(messages[n:n + 500]):
+            for probe in p.probes:
+                probes[partition_of(probe.shard_key, 12)].append(probe)
+            o = _original(p.message.id, len(p.probes), p.text, fp=p.fp, anchors=p.anchors,
+                          ts_ms=p.message.timestamp_ms)
+            originals[partition_of(o.message_id.encode(), 6)].append(o)
+        for part, batch in probes.items():
+            for a in shards[part].answer(batch):
+                answers[partition_of(a.message_id.encode(), 6)].append(a)
+        for part, join in enumerate(joins):
+            got.update((d.verdict.id, d.verdict) for d in join.add(originals[part],
+                                                                   answers[part]))
+    assert got == expected
+
+
+def test_topology_topics_are_checked() -> None:
+    with pytest.raises(ConfigError, match=r"topology\.answers_topic"):
+        settings_from_dict({"topology": {"answers_topic": "stream-dedup-unique"}}, {})
+    with pytest.raises(ConfigError, match=r"topology\.originals_topic"):
+        settings_from_dict({"topology": {"originals_topic": "stream-dedup-probes"}}, {})
