@@ -10,6 +10,8 @@ started; it prints:
   written (and the wall time including start-up);
 - probes per message, and bytes on the wire per message: record keys and values written to the
   probes, answers and originals topics (and, apart, to the stages' changelog topics);
+- the verdicts against file mode: kept by each, ids decided differently, and duplicates whose
+  matched message is not earlier in the total order (the property: must be 0);
 - index bytes per fingerprint: the index changelogs restored into fresh RocksDB stores (which
   also times the restore: seconds per million changelog records), compacted, disk bytes over
   the messages with a fingerprint; and the logical size (key + value bytes of the entries).
@@ -32,11 +34,15 @@ from pathlib import Path
 from kafka import KafkaConsumer, TopicPartition
 
 from stream_dedup.config import KafkaSettings, Settings
+from stream_dedup.decode import decode
+from stream_dedup.engine import Engine
 from stream_dedup.index.layout import make_layout
+from stream_dedup.kafka.headers import MATCHED_ID, VERDICT
 from stream_dedup.kafka.produce import new_producer, send_lines
 from stream_dedup.kafka.topics import create_topics, record_counts
 from stream_dedup.scale.changelog import restore
 from stream_dedup.scale.probes import unpack_probes
+from stream_dedup.state import MemoryStore
 from stream_dedup.state.rocksdb import RocksStore
 
 REPO = Path(__file__).resolve().parents[1]
@@ -139,6 +145,7 @@ def run(bootstrap: str, lines: list[bytes], processes: int, work: Path) -> dict[
         f"{k.group_id}-{stage}", topology["originals_topic" if stage == "decide"
                                           else "probes_topic"]) for stage in ("index", "decide")}
     changelog_bytes = sum(topic_bytes(bootstrap, t)[1] for t in changelogs.values())
+    verdicts = compare(bootstrap, (k.output_topic, k.duplicates_topic), lines)
     index = measure_index(k, changelogs["index"], 12, work / f"{tag}-restored")
     n = len(lines)
     return {"processes": processes, "messages": n, "seconds": done - running,
@@ -149,7 +156,34 @@ def run(bootstrap: str, lines: list[bytes], processes: int, work: Path) -> dict[
             "answer_bytes_per_msg": wire[topology["answers_topic"]][1] / n,
             "original_bytes_per_msg": wire[topology["originals_topic"]][1] / n,
             "changelog_bytes_per_msg": changelog_bytes / n,
-            **{f"cpu_s_{stage}": seconds for stage, seconds in cpu.items()}, **index}
+            **{f"cpu_s_{stage}": seconds for stage, seconds in cpu.items()}, **verdicts,
+            **index}
+
+
+def compare(bootstrap: str, topics: tuple[str, str], lines: list[bytes]) -> dict[str, float]:
+    """The verdicts against file mode (line order): kept by each, ids decided differently, and
+    duplicates whose matched message is not earlier in the total order (must be 0)."""
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
+                             auto_offset_reset="earliest", consumer_timeout_ms=5000)
+    consumer.subscribe(list(topics))
+    seen: dict[str, tuple[tuple[int, bytes], str | None]] = {}
+    for r in consumer:
+        ident = str(json.loads(r.value)["id"])
+        heads = dict(r.headers)
+        matched = heads[MATCHED_ID].decode() if heads[VERDICT] != b"unique" else None
+        seen.setdefault(ident, ((r.timestamp, ident.encode()), matched))
+    consumer.close()
+    settings = Settings()
+    engine = Engine(settings, MemoryStore())
+    messages = [decode(raw, f"line:{n}", f"line:{n}", n, settings.input)
+                for n, raw in enumerate(lines)]
+    file_kept = {v.id for n in range(0, len(messages), 1000)
+                 for v in engine.process(messages[n:n + 1000]) if not v.is_duplicate}
+    kept = {i for i, (_, m) in seen.items() if m is None}
+    later = sum(seen[m][0] >= order for order, m in seen.values() if m is not None)
+    return {"kept": len(kept), "kept_file_mode": len(file_kept),
+            "decided_differently": len(kept ^ file_kept), "matched_not_earlier": later,
+            "ids_out": len(seen)}
 
 
 def measure_index(k: KafkaSettings, topic: str, partitions: int, into: Path) -> dict[str, float]:

@@ -231,6 +231,9 @@ class ScaleSettings:
     changelog_topic: str = "{group_id}-{topic}-changelog"
     restore_timeout_s: float = 600.0  # a partition's restore taking longer stops the process
     changelog_max_record_bytes: int = 8 << 20  # the topics' max.message.bytes (big buckets)
+    # A partition's directory closed in sync with its changelog restores only the records
+    # since, when reopened within this time (<= the topics' delete.retention.ms); 0: never.
+    checkpoint_max_age_s: float = 86400.0
 
     def changelog_for(self, group_id: str, topic: str) -> str:
         """The changelog topic of input `topic`."""
@@ -450,6 +453,8 @@ def _check_scale(s: Settings, need: Any) -> None:
          f"names a topic the service also reads or writes ({', '.join(sorted(clash))})",
          "a topic of its own")
     need(c.restore_timeout_s > 0, "scale.restore_timeout_s", "out of range", "> 0")
+    need(c.checkpoint_max_age_s >= 0, "scale.checkpoint_max_age_s", "out of range",
+         ">= 0 (0: always restore in full)")
     need(1 << 20 <= c.changelog_max_record_bytes <= 1 << 30, "scale.changelog_max_record_bytes",
          "out of range", "1048576..1073741824")
 

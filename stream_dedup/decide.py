@@ -50,6 +50,7 @@ def closest_verdict(message_id: str, text: str, fp: int, grams: frozenset[int],
         scored.append((score, c))
     scored.sort(key=lambda item: -item[0])
     refused: tuple[str, str, int, float] | None = None
+    apart: tuple[str, str, int, float] | None = None  # the first one a rule set apart
     too_short = False
     for _score, c in scored:
         check = verify(c.text, text, c.grams, grams, settings)
@@ -64,7 +65,9 @@ def closest_verdict(message_id: str, text: str, fp: int, grams: frozenset[int],
         elif check.guard:
             refused = (c.id, check.guard, distance, check.similarity)
             break
-    return unique(message_id, refused, too_short)
+        elif check.apart and apart is None:  # not that text's copy; a later one may still be
+            apart = (c.id, check.apart, distance, check.similarity)
+    return unique(message_id, refused or apart, too_short)
 
 
 def unique(message_id: str, related: tuple[str, str, int, float] | None,

@@ -10,7 +10,9 @@ Per batch, in this order (the order is the delivery guarantee):
    returns only after the state write (verdicts and ids) is durable.
 4. Route: one output record per input record, to the output, duplicates or dead-letter topic.
 5. Deliver: send every output and wait for the broker's acknowledgement of each one.
-6. Commit the next offset of every partition in the batch.
+6. Commit the next offset of every partition in the batch. The commit is sent, not waited for
+   (`KafkaSource.commit`): only acknowledged work is ever committed, and `close` commits once
+   more and waits for the answer.
 
 A crash before 3 completes replays the batch as new; a crash between 3 and 6 replays it too, and
 the engine then returns each message's first verdict (`replayed`), so the same outputs are

@@ -3,14 +3,20 @@ compacted Kafka topic, so that another process can rebuild the store when the pa
 
 API (stable; `scope: key` and the `scope: global` index stage both use it)::
 
-    store = ChangelogStore(inner, producer, topic, partition)   # a KVStore
+    store = ChangelogStore(inner, producer, topic, partition, backoff=None, checkpoint_dir=None)
     store.write(writes)        # applies to `inner`, then sends one record per put/delete
-    store.flush(timeout_s)     # waits for the broker's ack of every record sent so far;
-                               # ServiceError when one failed or the time ran out
+    store.flush(timeout_s)     # waits for the broker's ack of every record sent so far; with
+                               # a `backoff`, retries and re-sends until acked (GaveUp once
+                               # the shutdown time ran out); without, ServiceError at once
     store.end_offset           # changelog offset after the last acknowledged record (or -1)
     store.detach()             # from now on writes stay local (the partition moved away)
-    restore(inner, settings, topic, partition, timeout_s) -> RestoreReport(records, seconds,
-                               bytes, end_offset)   # beginning .. end offset seen at the start
+    store.close()              # closes `inner`; writes the checkpoint when in sync
+    open_state(settings, directory, producer, topic, partition, backoff) -> (store, report)
+                               # the directory in sync with the changelog's end: only the
+                               # tail after a valid checkpoint, else wiped and restored whole
+    restore(inner, settings, topic, partition, timeout_s, max_record_bytes, start_offset=None)
+        -> RestoreReport(records, seconds, bytes, end_offset, start_offset)
+                               # start_offset (or the beginning) .. end offset seen at the start
     ensure_changelog_topics(settings, {topic: partitions}, max_record_bytes)  # compacted
     changelog_producer(settings, max_record_bytes) -> KafkaProducer  # idempotent, acks=all
     changelog_end(settings, topic, partition) -> int   # the partition's end offset now
@@ -27,11 +33,38 @@ may skip seqs but never hands one out twice.
 The Bloom filter snapshot (`meta`/`bloom`, written by `Engine.checkpoint`) stays local: it is
 sized from rate and window (tens to hundreds of MB), far over Kafka's 1 MB default record
 limit, and an engine opened on a store without it rebuilds the filter from its `docs`
-(`Engine._rebuild_bloom`), which a restore has just written anyway.
+(`Engine._rebuild_bloom`), which a restore has just written anyway. A directory reopened after
+its checkpoint keeps its snapshot, and only the docs restored after it are added.
+
+A flush that fails because the broker is away (or a record timed out) is retried with the
+service's `Backoff` (its log line, its metrics hook, its shutdown): every record from the first
+one not acknowledged on is sent again, in the original order, so a key's newest value is still
+its last record (records after it that were acknowledged are sent twice: harmless on a
+compacted topic). Records are kept until acknowledged, so a broker restart loses nothing.
+(The idempotent producer acknowledges a partition's records in order; should a later one ever
+be acknowledged after an earlier one failed, the changelog holds a non-prefix of the write until
+the resend succeeds: a crash in between is the prefix rule's only gap.)
+
+Local checkpoint (`checkpoint.py`): a store closed in sync with its changelog (every record
+acknowledged, not detached) records the offset its directory holds, after syncing the
+directory; `open_state` removes it before writing, and restores only from that offset on. A
+checkpoint is not trusted when it names another changelog partition, when its offset is outside
+the partition's current range (topic recreated, records deleted), or when it is older than
+`scale.checkpoint_max_age_s` (a tombstone written after it may be compacted away by then).
+
+Not covered: fencing. A paused (not dead) old owner that wakes up after its partition moved can
+still append records to the changelog before it learns of the rebalance (the batch it was
+deciding, re-sent after a broker or network outage too), and the new owner's state does not
+contain them: a later restore of that partition would. Kafka Streams fences such zombies with
+transactions (`exactly_once_v2`); they are not used here. The old owner detaches the store (and
+drops its unacknowledged records) as soon as the rebalance reaches it.
 """
 
 from __future__ import annotations
 
+import logging
+import os
+import shutil
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -39,16 +72,21 @@ from dataclasses import dataclass
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError, KafkaTimeoutError, TopicAlreadyExistsError
 
-from ..config import KafkaSettings
+from ..config import KafkaSettings, Settings
 from ..errors import ServiceError
 from ..exact import _SNAPSHOT_KEY as BLOOM_SNAPSHOT_KEY
+from ..kafka.retry import Backoff, GaveUp, is_retriable
 from ..kafka.security import connect
 from ..kafka.topics import TIMEOUT_MS, admin, cluster
+from ..state import open_store
 from ..state.store import COLUMN_FAMILIES, KVStore, WriteSet
+from . import checkpoint
 
+log = logging.getLogger(__name__)
 _TAG = {cf: bytes([i]) for i, cf in enumerate(COLUMN_FAMILIES)}
 LOCAL_ONLY = frozenset({("meta", BLOOM_SNAPSHOT_KEY)})
 RESTORE_BATCH = 20_000  # records applied to the store per write while restoring
+FLUSH_SLICE_S = 1.0  # a flush waits in slices so that a shutdown request is noticed
 
 
 def encode_key(cf: str, key: bytes) -> bytes:
@@ -86,22 +124,39 @@ def to_writes(records: Iterable[tuple[bytes, bytes | None]]) -> WriteSet:
 
 
 class ChangelogStore:
-    """A `KVStore` whose writes are also sent to (topic, partition); reads stay local."""
+    """A `KVStore` whose writes are also sent to (topic, partition); reads stay local.
 
-    def __init__(self, inner: KVStore, producer: KafkaProducer, topic: str,
-                 partition: int) -> None:
+    `backoff` (the service's) makes `flush` retry while the broker is away; `checkpoint_dir`
+    (the directory of a RocksDB `inner`) makes `close` write its checkpoint when in sync."""
+
+    def __init__(self, inner: KVStore, producer: KafkaProducer, topic: str, partition: int,
+                 backoff: Backoff | None = None, checkpoint_dir: str | None = None) -> None:
         self.inner = inner
         self.producer = producer
         self.topic = topic
         self.partition = partition
+        self.backoff = backoff
+        self.checkpoint_dir = checkpoint_dir
         self.end_offset = -1
         self.detached = False
-        self._futures: list = []  # FutureRecordMetadata of records not flushed yet
+        # Records not acknowledged yet, in send order; the first len(_futures) were sent.
+        self._records: list[tuple[bytes, bytes | None]] = []
+        self._futures: list = []  # FutureRecordMetadata
+
+    @property
+    def name(self) -> str:
+        return f"changelog {self.topic}/{self.partition}"
+
+    @property
+    def in_sync(self) -> bool:
+        """The local store holds exactly the changelog up to `end_offset`."""
+        return not self.detached and not self._records and self.end_offset >= 0
 
     def detach(self) -> None:
         """Stop sending: the partition belongs to another process now, and this store's
-        further writes must not reach its changelog (the store is stale from here on)."""
+        further writes (and its unacknowledged ones) must not reach its changelog."""
         self.detached = True
+        self._records, self._futures = [], []
 
     def get_many(self, cf: str, keys: Sequence[bytes]) -> list[bytes | None]:
         return self.inner.get_many(cf, keys)
@@ -113,46 +168,96 @@ class ChangelogStore:
         return self.inner.disk_bytes()
 
     def close(self) -> None:
+        """Close `inner`; when it is in sync with the changelog, sync its directory and write
+        the checkpoint that lets the next open restore only the tail."""
         self.inner.close()
+        if self.checkpoint_dir is not None and self.in_sync:
+            checkpoint.write(self.checkpoint_dir, self.topic, self.partition, self.end_offset)
 
     def write(self, writes: WriteSet) -> None:
-        """Apply locally, then send the changelog records (not waited for: see `flush`)."""
-        records = [] if self.detached else changelog_records(self.inner, writes)
+        """Apply locally, then send the changelog records (not waited for: see `flush`). A
+        retriable send error leaves the records for `flush` to send."""
+        if not self.detached:
+            self._records.extend(changelog_records(self.inner, writes))
         self.inner.write(writes)
-        for key, value in records:
-            try:
-                self._futures.append(self.producer.send(self.topic, key=key, value=value,
-                                                        partition=self.partition))
-            except KafkaError as exc:
-                raise ServiceError(f"changelog {self.topic}/{self.partition}: send failed: "
-                                   f"{exc}") from None
+        try:
+            self._send_rest()
+        except KafkaError as exc:
+            if not is_retriable(exc):
+                raise ServiceError(f"{self.name}: send failed: {exc}") from None
 
     def flush(self, timeout_s: float) -> None:
-        """Return once the broker acknowledged every record sent so far."""
-        futures, self._futures = self._futures, []
-        if not futures:
+        """Return once the broker acknowledged every record written so far. Each attempt waits
+        up to `timeout_s`; with a `backoff` a failed attempt is retried (GaveUp once the
+        service's shutdown time ran out), without one it is a ServiceError."""
+        if not self._records:
             return
         try:
-            self.producer.flush(timeout=timeout_s)
-        except KafkaTimeoutError:
-            raise ServiceError(f"changelog {self.topic}/{self.partition}: {len(futures)} "
-                               f"records not acknowledged within {timeout_s:.0f} s") from None
-        for f in futures:
-            if not f.succeeded():
-                raise ServiceError(f"changelog {self.topic}/{self.partition}: a record was "
-                                   f"refused: {f.exception}")
-        self.end_offset = futures[-1].value.offset + 1
+            if self.backoff is None:
+                self._attempt(timeout_s)
+            else:
+                self.backoff.call(f"flushing {self.name}", lambda: self._attempt(timeout_s))
+        except GaveUp:
+            raise
+        except Exception as exc:
+            if is_retriable(exc):
+                raise ServiceError(f"{self.name}: {len(self._records)} records not "
+                                   f"acknowledged: {exc}") from None
+            raise ServiceError(f"{self.name}: a record was refused: {exc}") from None
+
+    def _attempt(self, timeout_s: float) -> None:
+        """Send what is unsent, wait for the acknowledgements; raise the first error, keeping
+        that record and every later one to be sent again in order."""
+        self._send_rest()
+        self._wait(timeout_s)
+        first = next((i for i, f in enumerate(self._futures) if not f.succeeded()), None)
+        if first is None:
+            self.end_offset = self._futures[-1].value.offset + 1
+            self._records, self._futures = [], []
+            return
+        failed = self._futures[first]
+        error = failed.exception if failed.is_done else KafkaTimeoutError("no acknowledgement")
+        self._records, self._futures = self._records[first:], []
+        raise error
+
+    def _send_rest(self) -> None:
+        while len(self._futures) < len(self._records):
+            key, value = self._records[len(self._futures)]
+            self._futures.append(self.producer.send(self.topic, key=key, value=value,
+                                                    partition=self.partition))
+
+    def _wait(self, timeout_s: float) -> None:
+        """Flush the producer in slices (a shutdown request is noticed within one) for up to
+        `timeout_s`; records still in flight then stay with the producer, not sent again."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                self.producer.flush(timeout=max(min(left, FLUSH_SLICE_S), 0.0))
+                return
+            except KafkaTimeoutError:
+                if self.backoff is not None and self.backoff.give_up():
+                    raise GaveUp(f"{self.name}: {len(self._records)} records not "
+                                 "acknowledged") from None
+                if left <= FLUSH_SLICE_S:
+                    raise KafkaTimeoutError(f"no acknowledgement within {timeout_s:.0f} s"
+                                            ) from None
 
 
 @dataclass(frozen=True, slots=True)
 class RestoreReport:
     """What a restore read: records and their key+value bytes, wall time, and the changelog
-    end offset it read up to."""
+    offsets it read from (0 or the log start: from the beginning) and up to."""
 
     records: int
     seconds: float
     bytes: int
     end_offset: int
+    start_offset: int = 0
+
+
+class CheckpointMismatch(ServiceError):
+    """A checkpoint's offset is not in the changelog partition's current range."""
 
 
 def _reader(settings: KafkaSettings, max_record_bytes: int) -> KafkaConsumer:
@@ -175,10 +280,12 @@ def changelog_end(settings: KafkaSettings, topic: str, partition: int) -> int:
 
 
 def restore(inner: KVStore, settings: KafkaSettings, topic: str, partition: int,
-            timeout_s: float, max_record_bytes: int = 1 << 20) -> RestoreReport:
-    """Apply the changelog partition, from its beginning to the end offset it has when the
-    restore starts, to `inner` (an empty store). ServiceError when it does not finish within
-    `timeout_s`."""
+            timeout_s: float, max_record_bytes: int = 1 << 20,
+            start_offset: int | None = None) -> RestoreReport:
+    """Apply the changelog partition, from `start_offset` (None: its beginning, into an empty
+    `inner`) to the end offset it has when the restore starts, to `inner`. ServiceError when
+    it does not finish within `timeout_s`; CheckpointMismatch when `start_offset` is before
+    the partition's first offset or after its end."""
     started = time.monotonic()
     tp = TopicPartition(topic, partition)
     reader = _reader(settings, max_record_bytes)
@@ -186,7 +293,13 @@ def restore(inner: KVStore, settings: KafkaSettings, topic: str, partition: int,
     try:
         reader.assign([tp])
         end = reader.end_offsets([tp])[tp]
-        reader.seek_to_beginning(tp)
+        first = reader.beginning_offsets([tp])[tp]
+        if start_offset is None:
+            start_offset = first
+        elif not first <= start_offset <= end:
+            raise CheckpointMismatch(f"checkpoint offset {start_offset} of changelog "
+                                     f"{topic}/{partition} is outside {first}..{end}")
+        reader.seek(tp, start_offset)
         while reader.position(tp) < end:
             left = timeout_s - (time.monotonic() - started)
             if left <= 0:
@@ -202,18 +315,84 @@ def restore(inner: KVStore, settings: KafkaSettings, topic: str, partition: int,
                 size += sum(len(k) + len(v or b"") for k, v in got)
     finally:
         reader.close()
-    return RestoreReport(records, time.monotonic() - started, size, end)
+    return RestoreReport(records, time.monotonic() - started, size, end, start_offset)
+
+
+def open_state(settings: Settings, directory: str, producer: KafkaProducer, topic: str,
+               partition: int, backoff: Backoff | None = None
+               ) -> tuple[ChangelogStore, RestoreReport]:
+    """Open `directory` (`state.backend`) as the state of changelog (topic, partition), in
+    sync with the changelog's end offset: after a trusted checkpoint only the records since
+    are restored; otherwise the directory is wiped and the whole partition restored."""
+    st, sc = settings.state, settings.scale
+    durable = st.backend != "memory" and sc.checkpoint_max_age_s > 0
+    start = _trusted_offset(directory, topic, partition, sc.checkpoint_max_age_s) \
+        if durable else None
+    if start is None:
+        shutil.rmtree(directory, ignore_errors=True)
+    inner = open_store(st.backend, directory, st.block_cache_mb, st.sync_writes)
+    try:
+        try:
+            report = restore(inner, settings.kafka, topic, partition, sc.restore_timeout_s,
+                             sc.changelog_max_record_bytes, start)
+        except CheckpointMismatch as exc:
+            log.warning("checkpoint not used, restoring in full: %s", exc)
+            inner.close()
+            shutil.rmtree(directory, ignore_errors=True)
+            inner = open_store(st.backend, directory, st.block_cache_mb, st.sync_writes)
+            report = restore(inner, settings.kafka, topic, partition, sc.restore_timeout_s,
+                             sc.changelog_max_record_bytes)
+    except BaseException:
+        inner.close()
+        raise
+    store = ChangelogStore(inner, producer, topic, partition, backoff,
+                           directory if durable else None)
+    store.end_offset = report.end_offset
+    return store, report
+
+
+def _trusted_offset(directory: str, topic: str, partition: int, max_age_s: float) -> int | None:
+    """The offset of the directory's checkpoint when it can be trusted, else None; the
+    checkpoint is removed either way (the directory is about to be written)."""
+    found = checkpoint.read(directory)
+    checkpoint.remove(directory)
+    if found is None:
+        return None
+    reason = _distrust(found, directory, topic, partition, max_age_s)
+    if reason is not None:
+        log.warning("checkpoint of %s not used, restoring in full: %s", directory, reason)
+        return None
+    return found.offset
+
+
+def _distrust(found: checkpoint.Checkpoint, directory: str, topic: str, partition: int,
+              max_age_s: float) -> str | None:
+    """Why the checkpoint cannot be trusted (None: it can)."""
+    if (found.topic, found.partition) != (topic, partition):
+        return f"it is of changelog {found.topic}/{found.partition}"
+    age = time.time() - found.written_at
+    if not 0 <= age <= max_age_s:
+        return (f"it is {age:.0f} s old; scale.checkpoint_max_age_s is {max_age_s:.0f} "
+                "(tombstones written since may be compacted away)")
+    if not os.path.isdir(directory):
+        return "the directory is missing"
+    return None
 
 
 def changelog_producer(settings: KafkaSettings, max_record_bytes: int) -> KafkaProducer:
     """The producer of changelog records: idempotent and ``acks=all`` (a record the broker
-    acknowledged survives; order per partition holds across retries)."""
+    acknowledged survives; order per partition holds across retries); a record fails after
+    `kafka.produce_timeout_s`, as the outputs do, and `ChangelogStore.flush` sends it again."""
     _k, conn = cluster(settings)
     return connect("connecting the changelog producer", settings, lambda: KafkaProducer(
         client_id=f"{settings.client_id}-changelog", acks="all", enable_idempotence=True,
         linger_ms=settings.linger_ms, batch_size=512 * 1024,
-        max_request_size=max_record_bytes + 1024,
-        request_timeout_ms=TIMEOUT_MS, max_block_ms=int(settings.commit_timeout_s * 1000),
+        max_request_size=max_record_bytes + 1024, request_timeout_ms=TIMEOUT_MS,
+        delivery_timeout_ms=max(int(settings.produce_timeout_s * 1000),
+                                TIMEOUT_MS + settings.linger_ms),
+        retry_backoff_ms=int(settings.retry_backoff_s * 1000),
+        reconnect_backoff_max_ms=int(settings.retry_backoff_max_s * 1000),
+        max_block_ms=int(settings.commit_timeout_s * 1000),
         bootstrap_timeout_ms=TIMEOUT_MS, allow_auto_create_topics=False, **conn))
 
 

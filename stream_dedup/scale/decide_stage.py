@@ -30,6 +30,8 @@ class DecideStage:
         t = settings.topology
         self._settings = settings
         self.topics = (t.originals_topic, t.answers_topic)
+        k = settings.kafka
+        self.outputs = (k.output_topic, *([k.duplicates_topic] if k.duplicates_topic else []))
         self.poll_batch_size = settings.kafka.poll_batch_size
         if settings.verify.meaning_classes:
             meaning.warm_up()
@@ -50,6 +52,11 @@ class DecideStage:
         both = originals & answers
         self.joins.own(both)
         return {(topic, p) for topic, p in partitions if p in both}
+
+    def release(self, records: Sequence[InputRecord], served: set[tuple[str, int]],
+                caught_up: set[tuple[str, int]]) -> list[InputRecord]:
+        """Everything now: the shards order what they get themselves."""
+        return list(records)
 
     def handle(self, records: Sequence[InputRecord]) -> list[Output]:
         t = self._settings.topology

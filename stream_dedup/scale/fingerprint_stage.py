@@ -1,5 +1,8 @@
 """Stage `fingerprint` (stateless): input records to probes, originals and dead letters.
 
+Records are passed on in event-time order across the partitions this member owns
+(`merge.EventTimeMerge`), so that an original's probes leave before its copies'.
+
 Each record is decoded as the service decodes it (a bad one goes to the dead-letter topic with
 the service's headers, `kafka.route`); each message is normalized and fingerprinted as the engine
 does it (`prober.Prober`). Its probes go to the probes topic, packed one record per partition of
@@ -17,6 +20,7 @@ from collections.abc import Sequence
 from ..config import Settings
 from ..kafka.route import InputRecord, Output, decode_batch, route
 from ..records import Message
+from .merge import EventTimeMerge
 from .prober import Prober
 from .probes import Original, Probe, pack_original, pack_probes, partition_of
 
@@ -26,15 +30,22 @@ class FingerprintStage:
 
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
+        t = settings.topology
         self.topics = tuple(settings.kafka.input_topics)
+        self.outputs = (t.probes_topic, t.originals_topic, settings.kafka.dead_letter_topic)
         self.poll_batch_size = settings.kafka.poll_batch_size
         self._prober = Prober(settings)
-        self.probes = 0  # sent, for the benchmark
-        self.bytes = 0
+        self._merge = EventTimeMerge()
 
     def own(self, partitions: set[tuple[str, int]]) -> set[tuple[str, int]]:
-        """Stateless: nothing to open or restore."""
+        """No state to open or restore; records waiting for lost partitions are dropped."""
+        self._merge.own(partitions)
         return partitions
+
+    def release(self, records: Sequence[InputRecord], served: set[tuple[str, int]],
+                caught_up: set[tuple[str, int]]) -> list[InputRecord]:
+        """Records in event-time order across the owned partitions (`merge.EventTimeMerge`)."""
+        return self._merge.release(records, served, caught_up)
 
     def handle(self, records: Sequence[InputRecord]) -> list[Output]:
         k, t = self._settings.kafka, self._settings.topology
@@ -55,11 +66,9 @@ class FingerprintStage:
                                 r.timestamp, r.key, r.value, tuple(r.headers or ()))
             outputs.append(Output("original", t.originals_topic, ident, pack_original(original),
                                   [], r.timestamp, partition_of(ident, t.join_partitions)))
-            self.probes += len(p.probes)
         for n, probes in sorted(by_partition.items()):
             outputs += [Output("probes", t.probes_topic, None, value, [], now, n)
                         for value in pack_probes(probes)]
-        self.bytes += sum(len(o.value or b"") + len(o.key or b"") for o in outputs)
         return outputs
 
     def flush(self, timeout_s: float) -> None:

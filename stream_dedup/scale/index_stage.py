@@ -26,6 +26,7 @@ class IndexStage:
         t = settings.topology
         self._settings = settings
         self.topics = (t.probes_topic,)
+        self.outputs = (t.answers_topic,)
         self.poll_batch_size = RECORDS_PER_BATCH
         self.shards: PartitionStates[Shard] = PartitionStates(
             settings, self.name, t.probes_topic, t.probes_partitions,
@@ -34,6 +35,11 @@ class IndexStage:
     def own(self, partitions: set[tuple[str, int]]) -> set[tuple[str, int]]:
         self.shards.own({p for _, p in partitions})
         return partitions
+
+    def release(self, records: Sequence[InputRecord], served: set[tuple[str, int]],
+                caught_up: set[tuple[str, int]]) -> list[InputRecord]:
+        """Everything now: the shards order what they get themselves."""
+        return list(records)
 
     def handle(self, records: Sequence[InputRecord]) -> list[Output]:
         t = self._settings.topology

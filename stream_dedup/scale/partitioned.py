@@ -6,9 +6,11 @@ number of the input topic's changelog (`scale.changelog_topic`, compacted, as ma
 as the input). Messages are scoped by their key (`Message.scope`, see `stream_dedup.scope`), so
 two messages with different keys never match, and a key's messages share a partition.
 
-Opening a partition: the local directory is wiped and the changelog partition is restored into
-it, before any of its records is decided (the changelog is the only truth: a local directory
-left by an earlier owner, or by this process before a crash, may be behind or ahead of it).
+Opening a partition (`changelog.open_state`), before any of its records is decided: when the
+directory was closed cleanly in sync with the changelog (its checkpoint file), only the changelog
+records written since are applied to it; otherwise it is wiped and the changelog partition is
+restored into it whole (the changelog is the only truth: a directory left by a crash may be
+ahead of it, one left by an earlier owner behind it).
 A partition revoked by a rebalance is kept open until the assignment is known: when it comes
 back to this process and its changelog still ends where this process's last acknowledged write
 left it (nobody wrote meanwhile), it is used as it is; otherwise it is closed and restored anew
@@ -17,8 +19,10 @@ when its next record arrives.
 Per batch, in this order (the order is the delivery guarantee; the service does 4 and 5):
 1. Each partition's engine decides its messages in order and writes its state locally, and the
    writes are sent to the changelog (`ChangelogStore.write`).
-2. Every changelog record of the batch is acknowledged by the broker (`flush`); a failure stops
-   the process before any output of the batch is sent.
+2. Every changelog record of the batch is acknowledged by the broker (`flush`). While the
+   broker is away the records not acknowledged are sent again with the service's backoff
+   (`kafka.retry_backoff_s` doubling to `retry_backoff_max_s`), until acknowledged or the
+   shutdown time runs out; no output of the batch is sent before.
 3. The verdicts go back to the service in the batch's order.
 4. The service delivers the outputs and waits for their acknowledgement.
 5. The service commits the input offsets.
@@ -30,7 +34,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -39,15 +42,15 @@ from kafka.consumer.subscription_state import ConsumerRebalanceListener
 
 from ..config import Settings
 from ..engine import Engine, EngineStats
+from ..kafka.retry import Backoff
 from ..kafka.topics import admin
 from ..records import Message, Verdict
-from ..state import open_store
 from .changelog import (
     ChangelogStore,
     changelog_end,
     changelog_producer,
     ensure_changelog_topics,
-    restore,
+    open_state,
 )
 
 log = logging.getLogger(__name__)
@@ -69,14 +72,18 @@ class PartitionEngines(ConsumerRebalanceListener):
     For the service's metrics it looks like one engine: `stats` adds up every partition
     engine's work, `exact.bloom` is the fullest partition's filter, `store` spans all stores.
     `end_of` reads a changelog partition's end offset now (`changelog.changelog_end`; a
-    parameter so the rebalance logic can be tested without a broker).
+    parameter so the rebalance logic can be tested without a broker). `backoff` (the
+    service's) retries changelog flushes while the broker is away; without one a failed flush
+    stops the process.
     """
 
     def __init__(self, settings: Settings, state_root: str, producer: KafkaProducer,
-                 end_of: Callable[[str, int], int] | None = None) -> None:
+                 end_of: Callable[[str, int], int] | None = None,
+                 backoff: Backoff | None = None) -> None:
         self.settings = settings
         self.state_root = state_root
         self.producer = producer
+        self.backoff = backoff
         self._end_of = end_of or (lambda topic, p: changelog_end(settings.kafka, topic, p))
         self.active: dict[Partition, _Owned] = {}
         self.suspended: dict[Partition, _Owned] = {}
@@ -131,29 +138,26 @@ class PartitionEngines(ConsumerRebalanceListener):
         return owned
 
     def _open(self, tp: Partition) -> _Owned:
-        """Wipe the partition's directory, restore it from the changelog, open the engine."""
-        s = self.settings
+        """Bring the partition's directory in sync with its changelog, open the engine."""
         topic, partition = tp
-        path = os.path.join(self.state_root, f"{topic}-{partition}")
-        shutil.rmtree(path, ignore_errors=True)
-        inner = open_store(s.state.backend, path, s.state.block_cache_mb, s.state.sync_writes)
         changelog = self.changelog_of(tp)
-        try:
-            report = restore(inner, s.kafka, changelog, partition, s.scale.restore_timeout_s,
-                             s.scale.changelog_max_record_bytes)
-        except BaseException:
-            inner.close()
-            raise
+        store, report = open_state(self.settings, os.path.join(self.state_root,
+                                                               f"{topic}-{partition}"),
+                                   self.producer, changelog, partition, self.backoff)
         log.info("partition restored partition=%s/%d changelog=%s records=%d bytes=%d "
-                 "seconds=%.2f", topic, partition, changelog, report.records, report.bytes,
-                 report.seconds)
-        store = ChangelogStore(inner, self.producer, changelog, partition)
-        store.end_offset = report.end_offset
-        return _Owned(Engine(s, store), store)
+                 "seconds=%.2f from_offset=%d end_offset=%d", topic, partition, changelog,
+                 report.records, report.bytes, report.seconds, report.start_offset,
+                 report.end_offset)
+        try:
+            return _Owned(Engine(self.settings, store), store)
+        except BaseException:
+            store.close()
+            raise
 
     def close(self) -> None:
         """Close every engine, then the changelog producer (each tried; the first failure is
-        raised after all). Every changelog record was flushed by the batch that sent it."""
+        raised after all). A store whose records were all acknowledged writes its checkpoint
+        (a batch cut short by the shutdown time leaves none: that partition restores whole)."""
         first: Exception | None = None
         owned = [*self.active.items(), *self.suspended.items()]
         self.active.clear()
@@ -201,11 +205,11 @@ class PartitionEngines(ConsumerRebalanceListener):
                 owned.engine.close()
 
 
-
-def open_partitioned(settings: Settings, state_root: str) -> PartitionEngines:
+def open_partitioned(settings: Settings, state_root: str,
+                     backoff: Backoff | None = None) -> PartitionEngines:
     """Make sure each input topic has its changelog (compacted, as many partitions as the
-    input), and the decider with its changelog producer. Input topics that do not exist are
-    left to `Service.check_topics`, which names them."""
+    input), and the decider with its changelog producer, retrying flushes with `backoff`.
+    Input topics that do not exist are left to `Service.check_topics`, which names them."""
     k, c = settings.kafka, settings.scale
     with admin(k) as client:
         described = client.describe_topics(list(k.input_topics))
@@ -213,7 +217,8 @@ def open_partitioned(settings: Settings, state_root: str) -> PartitionEngines:
                                 for t in described if t["error_code"] == 0},
                             c.changelog_max_record_bytes)
     return PartitionEngines(settings, state_root,
-                            changelog_producer(k, c.changelog_max_record_bytes))
+                            changelog_producer(k, c.changelog_max_record_bytes),
+                            backoff=backoff)
 
 
 # -- what the metrics read ------------------------------------------------------------------

@@ -6,9 +6,11 @@ guarantee, as in the service):
 
 1. Poll a batch of the stage's input topics.
 2. Follow the assignment: state of partitions this member lost is closed; state of partitions it
-   gained is wiped locally and restored from its changelog before any record of them is handled.
+   gained is restored from its changelog (in full, or after a clean stop of this member only
+   the records since its checkpoint) before any record of them is handled.
    Records of partitions it does not serve are neither handled nor committed (their owner, or
-   this member after the next rebalance, reads them again).
+   this member after the next rebalance, reads them again). The fingerprint stage may keep
+   records back for a later batch (`merge.py`); those are not committed either.
 3. Handle: the stage's work; its state writes are applied locally and sent to the changelog.
 4. Wait until the broker acknowledged the changelog records.
 5. Deliver the outputs and wait for their acknowledgements.
@@ -23,7 +25,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import shutil
 import signal
 import time
 from collections.abc import Callable, Sequence
@@ -31,14 +32,14 @@ from pathlib import Path
 from types import FrameType
 from typing import Generic, Protocol, TypeVar
 
-from ..config import Settings
+from ..config import KafkaSettings, Settings
 from ..errors import ConfigError, ServiceError
 from ..kafka.retry import Backoff, GaveUp, Shutdown
 from ..kafka.route import InputRecord, Output, next_offsets
 from ..kafka.sink import KafkaSink
 from ..kafka.source import KafkaSource
-from ..state import KVStore, open_store
-from .changelog import ChangelogStore, changelog_producer, ensure_changelog_topics, restore
+from ..state import KVStore
+from .changelog import ChangelogStore, changelog_producer, ensure_changelog_topics, open_state
 
 log = logging.getLogger(__name__)
 PROGRESS_EVERY_S = 30.0
@@ -46,14 +47,20 @@ T = TypeVar("T")
 
 
 class Stage(Protocol):
-    """One stage's work; `topics` are what it consumes."""
+    """One stage's work; `topics` are what it consumes, `outputs` what it writes."""
 
     name: str
     topics: tuple[str, ...]
+    outputs: tuple[str, ...]
     poll_batch_size: int
 
     def own(self, partitions: set[tuple[str, int]]) -> set[tuple[str, int]]:
         """Follow the assignment; returns the partitions served (their records handled)."""
+        ...
+
+    def release(self, records: Sequence[InputRecord], served: set[tuple[str, int]],
+                caught_up: set[tuple[str, int]]) -> list[InputRecord]:
+        """The records to handle now (the rest, if any, are kept for a later batch)."""
         ...
 
     def handle(self, records: Sequence[InputRecord]) -> list[Output]: ...
@@ -63,7 +70,9 @@ class Stage(Protocol):
 
 class PartitionStates(Generic[T]):
     """Per owned partition number: a RocksDB store under `state.path`/<stage>-<n>, mirrored to
-    the stage's compacted changelog topic, and the stage's object `make(store)` over it."""
+    the stage's compacted changelog topic (`changelog.open_state`: restored in full, or only
+    the records after the checkpoint a clean stop left), and the stage's object `make(store)`
+    over it. A partition given away is detached first, so it leaves no checkpoint behind."""
 
     def __init__(self, settings: Settings, stage: str, topic: str, partitions: int,
                  make: Callable[[KVStore], T]) -> None:
@@ -77,8 +86,6 @@ class PartitionStates(Generic[T]):
         self._make = make
         self._stores: dict[int, ChangelogStore] = {}
         self.states: dict[int, T] = {}
-        self.restored_records = 0
-        self.restore_seconds = 0.0
 
     def own(self, numbers: set[int]) -> None:
         """Close what is no longer owned; restore and open what is newly owned."""
@@ -92,18 +99,10 @@ class PartitionStates(Generic[T]):
             self._open(n)
 
     def _open(self, n: int) -> None:
-        st, sc = self._settings.state, self._settings.scale
-        path = Path(st.path) / f"{self._stage}-{n}"
-        shutil.rmtree(path, ignore_errors=True)  # the changelog is the truth: restore it whole
-        inner = open_store(st.backend, str(path), st.block_cache_mb, st.sync_writes)
-        report = restore(inner, self._settings.kafka, self.topic, n, sc.restore_timeout_s,
-                         sc.changelog_max_record_bytes)
-        self.restored_records += report.records
-        self.restore_seconds += report.seconds
+        path = Path(self._settings.state.path) / f"{self._stage}-{n}"
+        store, report = open_state(self._settings, str(path), self._producer, self.topic, n)
         log.info("state restored stage=%s partition=%d records=%d bytes=%d seconds=%.2f",
                  self._stage, n, report.records, report.bytes, report.seconds)
-        store = ChangelogStore(inner, self._producer, self.topic, n)
-        store.end_offset = report.end_offset
         self._stores[n] = store
         self.states[n] = self._make(store)
 
@@ -119,7 +118,7 @@ class PartitionStates(Generic[T]):
         self._producer.close()
 
 
-def stage_kafka(settings: Settings, stage: Stage):  # -> KafkaSettings
+def stage_kafka(settings: Settings, stage: Stage) -> KafkaSettings:
     """The kafka settings of one stage's consumer group."""
     k = settings.kafka
     return dataclasses.replace(k, input_topics=stage.topics, group_id=f"{k.group_id}-{stage.name}",
@@ -128,6 +127,7 @@ def stage_kafka(settings: Settings, stage: Stage):  # -> KafkaSettings
 
 
 def check_scope(settings: Settings) -> None:
+    """The stages serve `scale.scope: global` only (a config for another scope is a mistake)."""
     if settings.scale.scope != "global":
         raise ConfigError("scale.scope", f"is {settings.scale.scope}; the stages serve the "
                           "global scope", "global")
@@ -150,11 +150,12 @@ def run_stage(settings: Settings, stage: Stage) -> int:
     try:
         source = KafkaSource(k, backoff)
         sink = KafkaSink(k, backoff)
-        missing = sorted(set(k.input_topics) - source.topics())
+        missing = sorted({*k.input_topics, *stage.outputs} - source.topics())
         if missing:
             raise ServiceError(f"topic(s) {', '.join(missing)} do not exist on "
                                f"{k.bootstrap_servers}: create them with `stream-dedup topics "
-                               "create` (same --config)")
+                               "create` (same --config, scale.scope: global)")
+        sink.prepare(stage.outputs)
         log.info("running stage=%s group=%s topics=%s", stage.name, k.group_id,
                  ",".join(k.input_topics))
         while not shutdown.requested:
@@ -162,6 +163,8 @@ def run_stage(settings: Settings, stage: Stage) -> int:
             served = stage.own({(tp.topic, tp.partition)
                                 for tp in source.consumer.assignment()})  # 2.
             records = [r for r in records if (r.topic, r.partition) in served]
+            caught_up = {tp for tp, lag in source.lags().items() if lag == 0}
+            records = stage.release(records, served, caught_up)
             if records:
                 outputs = stage.handle(records)  # 3.
                 stage.flush(k.commit_timeout_s)  # 4.

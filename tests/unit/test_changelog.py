@@ -1,16 +1,28 @@
 """The changelog encoding: what ChangelogStore sends rebuilds the same store (puts, deletes as
-tombstones, range deletes expanded per key, the Bloom snapshot kept local), and flush's errors."""
+tombstones, range deletes expanded per key, the Bloom snapshot kept local); flush's retries
+(records not acknowledged are sent again, in order, with the service's backoff, until a
+shutdown gives up); and the local checkpoint (only a directory closed in sync is trusted)."""
 
 from __future__ import annotations
 
-import pytest
+import logging
+import os
 
+import pytest
+from kafka.errors import KafkaConnectionError, KafkaTimeoutError, MessageSizeTooLargeError
+
+from stream_dedup.config import ScaleSettings, Settings, StateSettings
 from stream_dedup.errors import ServiceError
+from stream_dedup.kafka.retry import Backoff, GaveUp
+from stream_dedup.scale import changelog, checkpoint
 from stream_dedup.scale.changelog import (
     LOCAL_ONLY,
     ChangelogStore,
+    CheckpointMismatch,
+    RestoreReport,
     decode_key,
     encode_key,
+    open_state,
     to_writes,
 )
 from stream_dedup.state import COLUMN_FAMILIES, MemoryStore, WriteSet
@@ -24,30 +36,76 @@ class _Meta:
 
 
 class _Future:
-    def __init__(self, offset: int, error: Exception | None) -> None:
-        self.value = _Meta(offset)
-        self.exception = error
+    """A FutureRecordMetadata: done (acked with an offset, or failed) once flushed."""
+
+    def __init__(self, error: Exception | None) -> None:
+        self.error = error
+        self.is_done = False
+        self.value: _Meta | None = None
+        self.exception: Exception | None = None
+
+    def complete(self, offset: int) -> None:
+        self.is_done = True
+        if self.error is None:
+            self.value = _Meta(offset)
+        else:
+            self.exception = self.error
 
     def succeeded(self) -> bool:
-        return self.exception is None
+        return self.is_done and self.exception is None
 
 
 class FakeProducer:
-    """Records every send; `fail_from` makes the sends from that offset on fail."""
+    """Records every send (`sent`) and the records the broker took (`log`, whose index is the
+    offset). The sends numbered in `fail` (from 0) fail with `error`, as does every send from
+    `fail_from` on; the first `slow_flushes` flushes time out with the records in flight."""
 
-    def __init__(self, fail_from: int | None = None) -> None:
+    def __init__(self, fail_from: int | None = None, fail: tuple[int, ...] = (),
+                 error: Exception | None = None, slow_flushes: int = 0) -> None:
         self.sent: list[tuple[str, int, bytes, bytes | None]] = []
+        self.log: list[tuple[str, int, bytes, bytes | None]] = []
         self.fail_from = fail_from
+        self.fail = fail
+        self.error = error or RuntimeError("refused")
+        self.slow_flushes = slow_flushes
         self.flushes = 0
+        self._open: list[tuple[_Future, tuple[str, int, bytes, bytes | None]]] = []
 
     def send(self, topic: str, key: bytes, value: bytes | None, partition: int) -> _Future:
-        offset = len(self.sent)
+        n = len(self.sent)
         self.sent.append((topic, partition, key, value))
-        failed = self.fail_from is not None and offset >= self.fail_from
-        return _Future(offset, RuntimeError("refused") if failed else None)
+        failed = n in self.fail or (self.fail_from is not None and n >= self.fail_from)
+        future = _Future(self.error if failed else None)
+        self._open.append((future, (topic, partition, key, value)))
+        return future
 
     def flush(self, timeout: float) -> None:
         self.flushes += 1
+        if self.slow_flushes:
+            self.slow_flushes -= 1
+            raise KafkaTimeoutError("flush timed out")
+        for future, record in self._open:
+            future.complete(len(self.log))
+            if future.error is None:
+                self.log.append(record)
+        self._open = []
+
+    def close(self, timeout: float | None = None) -> None:
+        """Nothing to release."""
+
+
+def backoff(give_up=lambda: False, retries: list | None = None) -> Backoff:
+    """The service's policy without the sleeping; `retries` collects what `on_retry` hears."""
+    return Backoff(0.5, 10.0, give_up, sleep=lambda _s: None,
+                   on_retry=lambda what, exc: (retries if retries is not None else []).append(
+                       (what, exc)))
+
+
+def two_docs(store: ChangelogStore, first: bytes = b"a", second: bytes = b"b") -> None:
+    w = WriteSet()
+    w.put("docs", b"1", first)
+    w.put("docs", b"2", second)
+    store.write(w)
 
 
 def _content(store: MemoryStore) -> dict[str, list[tuple[bytes, bytes]]]:
@@ -84,7 +142,7 @@ def test_replaying_the_changelog_rebuilds_the_store() -> None:
     rebuilt.write(to_writes((k, v) for _, _, k, v in producer.sent))
     assert _content(rebuilt) == _content(store.inner)
     assert list(rebuilt.scan("ttl", b"", b"\xff")) == [(bytes([i]), b"") for i in range(4, 10)]
-    assert store.end_offset == len(producer.sent)
+    assert store.end_offset == len(producer.log) == len(producer.sent)
 
 
 def test_meta_goes_first_and_the_bloom_snapshot_stays_local() -> None:
@@ -103,10 +161,7 @@ def test_meta_goes_first_and_the_bloom_snapshot_stays_local() -> None:
 
 def test_flush_raises_for_people_when_a_record_was_refused() -> None:
     store = ChangelogStore(MemoryStore(), FakeProducer(fail_from=1), "cl", 2)
-    w = WriteSet()
-    w.put("docs", b"1", b"a")
-    w.put("docs", b"2", b"b")
-    store.write(w)
+    two_docs(store)
     with pytest.raises(ServiceError, match="changelog cl/2: a record was refused"):
         store.flush(1.0)
 
@@ -115,3 +170,211 @@ def test_flush_without_sends_waits_for_nothing() -> None:
     producer = FakeProducer()
     ChangelogStore(MemoryStore(), producer, "cl", 0).flush(1.0)
     assert producer.flushes == 0
+
+
+def test_a_failed_flush_resends_from_the_first_unacknowledged_record_in_order(caplog) -> None:
+    """The broker refuses the 2nd record once (it was away): the 2nd and everything after it
+    are sent again, in order, so each key's last record is still its newest value."""
+    producer = FakeProducer(fail=(1,), error=KafkaConnectionError("broker away"))
+    retries: list = []
+    store = ChangelogStore(MemoryStore(), producer, "cl", 0, backoff(retries=retries))
+    two_docs(store)
+    w = WriteSet()
+    w.put("docs", b"2", b"newer")
+    store.write(w)
+    with caplog.at_level(logging.WARNING, "stream_dedup.kafka.retry"):
+        store.flush(1.0)
+    values = [v for _, _, _, v in producer.sent]
+    assert values == [b"a", b"b", b"newer", b"b", b"newer"]
+    assert [v for _, _, _, v in producer.log] == [b"a", b"newer", b"b", b"newer"]
+    assert store.end_offset == len(producer.log) and store.in_sync
+    assert [what for what, _ in retries] == ["flushing changelog cl/0"]
+    assert "flushing changelog cl/0 failed, retrying attempt=1" in caplog.text
+    rebuilt = MemoryStore()
+    rebuilt.write(to_writes((k, v) for _, _, k, v in producer.log))
+    assert _content(rebuilt) == _content(store.inner)
+
+
+def test_records_in_flight_when_a_flush_times_out_are_waited_for_not_sent_twice() -> None:
+    producer = FakeProducer(slow_flushes=3)
+    store = ChangelogStore(MemoryStore(), producer, "cl", 0, backoff())
+    two_docs(store)
+    store.flush(0.5)
+    assert len(producer.sent) == 2 and store.end_offset == 2
+
+
+def test_a_retriable_send_error_leaves_the_records_to_flush() -> None:
+    producer = FakeProducer()
+    sends = producer.send
+
+    def blocked_once(*args, **kwargs):
+        producer.send = sends
+        raise KafkaTimeoutError("buffer full")
+
+    producer.send = blocked_once
+    store = ChangelogStore(MemoryStore(), producer, "cl", 0, backoff())
+    two_docs(store)
+    assert producer.sent == [] and store.get_many("docs", [b"1"]) == [b"a"]
+    store.flush(1.0)
+    assert [v for _, _, _, v in producer.log] == [b"a", b"b"]
+
+
+def test_a_shutdown_ends_the_retries_and_leaves_the_store_out_of_sync() -> None:
+    producer = FakeProducer(fail_from=0, error=KafkaConnectionError("broker away"))
+    asked = []
+
+    def give_up() -> bool:
+        asked.append(1)
+        return len(asked) > 3
+
+    store = ChangelogStore(MemoryStore(), producer, "cl", 0, backoff(give_up))
+    two_docs(store)
+    with pytest.raises(GaveUp, match="flushing changelog cl/0"):
+        store.flush(1.0)
+    assert not store.in_sync
+
+
+def test_without_backoff_a_broker_away_is_an_error_for_people() -> None:
+    producer = FakeProducer(fail_from=0, error=KafkaConnectionError("broker away"))
+    store = ChangelogStore(MemoryStore(), producer, "cl", 1)
+    two_docs(store)
+    with pytest.raises(ServiceError, match="changelog cl/1: 2 records not acknowledged"):
+        store.flush(1.0)
+
+
+def test_a_refused_record_is_not_retried() -> None:
+    producer = FakeProducer(fail=(0,), error=MessageSizeTooLargeError("too large"))
+    store = ChangelogStore(MemoryStore(), producer, "cl", 0, backoff())
+    two_docs(store)
+    with pytest.raises(ServiceError, match=r"a record was refused: .*too large"):
+        store.flush(1.0)
+    assert len(producer.sent) == 2
+
+
+def test_detach_drops_the_records_not_acknowledged() -> None:
+    producer = FakeProducer(fail_from=0, error=KafkaConnectionError("away"))
+    store = ChangelogStore(MemoryStore(), producer, "cl", 0, backoff())
+    two_docs(store)
+    store.detach()
+    store.flush(1.0)
+    assert len(producer.sent) == 2 and not store.in_sync
+
+
+# -- the local checkpoint -------------------------------------------------------------------
+
+
+class FakeChangelog:
+    """`changelog.restore` over a FakeProducer's log: applies its records from `start_offset`
+    and remembers where each restore started."""
+
+    def __init__(self, producer: FakeProducer) -> None:
+        self.producer = producer
+        self.starts: list[int | None] = []
+
+    def __call__(self, inner, settings, topic, partition, timeout_s, max_record_bytes=0,
+                 start_offset=None) -> RestoreReport:
+        self.starts.append(start_offset)
+        records = [(k, v) for t, p, k, v in self.producer.log if (t, p) == (topic, partition)]
+        if start_offset is not None and not 0 <= start_offset <= len(records):
+            raise CheckpointMismatch(f"offset {start_offset} outside 0..{len(records)}")
+        tail = records[start_offset or 0:]
+        inner.write(to_writes(tail))
+        return RestoreReport(len(tail), 0.0, 0, len(records), start_offset or 0)
+
+
+@pytest.fixture
+def fake_changelog(monkeypatch) -> FakeChangelog:
+    fake = FakeChangelog(FakeProducer())
+    monkeypatch.setattr(changelog, "restore", fake)
+    return fake
+
+
+ROCKS = Settings(state=StateSettings(backend="rocksdb"))
+
+
+def test_a_clean_close_in_sync_lets_the_next_open_restore_only_the_tail(
+        tmp_path, fake_changelog) -> None:
+    directory = str(tmp_path / "in-0")
+    store, report = open_state(ROCKS, directory, fake_changelog.producer, "cl", 0)
+    assert fake_changelog.starts == [None] and report.records == 0
+    two_docs(store)
+    store.flush(1.0)
+    store.close()
+    assert checkpoint.read(directory).offset == 2
+    # Another owner writes two more records meanwhile.
+    other = ChangelogStore(MemoryStore(), fake_changelog.producer, "cl", 0)
+    two_docs(other, b"x", b"y")
+    other.flush(1.0)
+    store, report = open_state(ROCKS, directory, fake_changelog.producer, "cl", 0)
+    assert not os.path.exists(checkpoint.path_of(directory))  # in use: no claim left
+    assert fake_changelog.starts[-1] == 2 and report.records == 2
+    assert store.get_many("docs", [b"1", b"2"]) == [b"x", b"y"]
+    assert store.end_offset == 4
+    store.close()
+
+
+def test_a_directory_left_by_a_crash_is_restored_in_full(tmp_path, fake_changelog) -> None:
+    directory = str(tmp_path / "in-0")
+    store, _ = open_state(ROCKS, directory, fake_changelog.producer, "cl", 0)
+    two_docs(store)
+    store.flush(1.0)
+    store.close()
+    store, _ = open_state(ROCKS, directory, fake_changelog.producer, "cl", 0)
+    w = WriteSet()
+    w.put("docs", b"3", b"local only")  # written, never acknowledged, then the process dies
+    store.inner.write(w)
+    store.inner.close()  # (a crash: no ChangelogStore.close)
+    store, _ = open_state(ROCKS, directory, fake_changelog.producer, "cl", 0)
+    assert fake_changelog.starts[-1] is None
+    assert store.get_many("docs", [b"1", b"3"]) == [b"a", None]
+    store.close()
+
+
+@pytest.mark.parametrize("unsynced", ["pending", "detached"])
+def test_a_store_out_of_sync_writes_no_checkpoint(tmp_path, fake_changelog, unsynced) -> None:
+    directory = str(tmp_path / "in-0")
+    store, _ = open_state(ROCKS, directory, fake_changelog.producer, "cl", 0)
+    if unsynced == "detached":
+        store.detach()
+    two_docs(store)  # never flushed
+    store.close()
+    assert checkpoint.read(directory) is None
+
+
+@pytest.mark.parametrize("bad", ["other partition", "too old", "offset past the end"])
+def test_a_checkpoint_that_cannot_be_trusted_is_not_used(tmp_path, fake_changelog, bad) -> None:
+    directory = str(tmp_path / "in-0")
+    store, _ = open_state(ROCKS, directory, fake_changelog.producer, "cl", 0)
+    two_docs(store)
+    store.flush(1.0)
+    store.close()
+    partition, offset, age = 0, 2, 0.0
+    if bad == "other partition":
+        partition = 1
+    elif bad == "too old":
+        age = ScaleSettings().checkpoint_max_age_s + 60
+    else:
+        offset = 99  # the changelog topic was recreated
+    checkpoint.write(directory, "cl", partition, offset)
+    if age:
+        found = checkpoint.read(directory)
+        os.remove(checkpoint.path_of(directory))
+        with open(checkpoint.path_of(directory), "w") as f:
+            f.write(f'{{"topic": "cl", "partition": 0, "offset": 2, '
+                    f'"written_at": {found.written_at - age}}}')
+    store, report = open_state(ROCKS, directory, fake_changelog.producer, "cl", 0)
+    assert report.records == 2 and report.start_offset == 0  # the whole partition
+    assert store.get_many("docs", [b"1"]) == [b"a"]
+    store.close()
+
+
+def test_checkpoints_are_off_at_age_zero_and_for_memory_state(tmp_path, fake_changelog) -> None:
+    off = Settings(state=StateSettings(backend="rocksdb"),
+                   scale=ScaleSettings(checkpoint_max_age_s=0))
+    for settings in (off, Settings(state=StateSettings(backend="memory"))):
+        directory = str(tmp_path / settings.state.backend)
+        store, _ = open_state(settings, directory, fake_changelog.producer, "cl", 0)
+        two_docs(store)
+        store.flush(1.0)
+        store.close()
+        assert checkpoint.read(directory) is None

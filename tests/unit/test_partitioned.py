@@ -1,16 +1,18 @@
 """`scope: key`'s decider without a broker: messages go to their partition's engine, the batch's
-changelog records are flushed before the verdicts return, and a rebalance keeps a partition's
-engine only when it comes back unchanged."""
+changelog records are flushed before the verdicts return, a rebalance keeps a partition's
+engine only when it comes back unchanged, and a clean close lets a restart restore only the
+tail of each partition's changelog."""
 
 from __future__ import annotations
 
 import pytest
 from kafka import TopicPartition
-from test_changelog import FakeProducer
+from test_changelog import FakeChangelog, FakeProducer, backoff
 
 from stream_dedup.config import ScaleSettings, Settings, StateSettings
 from stream_dedup.engine import Engine
 from stream_dedup.records import Decision, Message
+from stream_dedup.scale import changelog
 from stream_dedup.scale.changelog import ChangelogStore
 from stream_dedup.scale.partitioned import PartitionEngines, _Owned
 from stream_dedup.state import MemoryStore
@@ -90,3 +92,23 @@ def test_a_message_without_origin_is_refused() -> None:
     decider, _, _ = engines(0)
     with pytest.raises(ValueError, match="no origin"):
         decider.process([Message("x", TEXT, 0, scope=b"k")])
+
+
+def test_a_restart_after_a_clean_close_restores_only_the_tail(tmp_path, monkeypatch) -> None:
+    fake = FakeChangelog(FakeProducer())
+    monkeypatch.setattr(changelog, "restore", fake)
+    settings = Settings(state=StateSettings(backend="rocksdb"), scale=ScaleSettings(scope="key"))
+
+    def start() -> PartitionEngines:
+        return PartitionEngines(settings, str(tmp_path), fake.producer,  # type: ignore[arg-type]
+                                end_of=Ends(), backoff=backoff())
+
+    decider = start()
+    decider.process([msg(0, 0), msg(1, 1)])
+    ends = {p: o.store.end_offset for (_, p), o in decider.active.items()}
+    decider.close()
+    decider = start()
+    v = decider.process([msg(2, 0)])
+    assert v[0].decision is Decision.EXACT and v[0].matched_id == "m0"  # the state was kept
+    assert fake.starts == [None, None, ends[0]]  # opened twice in full, then only the tail
+    decider.close()

@@ -1,5 +1,6 @@
 """What keeps the service's latency low, on fakes: a poll waits only for the first records and
-then takes what has arrived (the batch follows the load), the producer learns the output topics
+then takes what has arrived (the batch follows the load), commits are sent without waiting for
+the answer (and still carry only acknowledged work), the producer learns the output topics
 before the first batch, and the run starts with the collector's and the state gauges' one-off
 costs already paid."""
 
@@ -11,10 +12,18 @@ from dataclasses import dataclass, field
 
 import pytest
 from kafka import TopicPartition
-from kafka.errors import KafkaTimeoutError
+from kafka.errors import (
+    CommitFailedError,
+    GroupAuthorizationFailedError,
+    KafkaTimeoutError,
+    NotCoordinatorError,
+)
 from test_kafka_service import TEXT, FakeSink, FakeSource, Rec, rec, settings
+from test_metrics_service import Errors
 
 from stream_dedup.engine import Engine
+from stream_dedup.health import Readiness
+from stream_dedup.kafka.observe import CONDITIONS
 from stream_dedup.kafka.retry import Backoff, Shutdown
 from stream_dedup.kafka.service import Service
 from stream_dedup.kafka.sink import KafkaSink
@@ -79,6 +88,110 @@ def test_an_idle_poll_waits_once_and_returns_nothing() -> None:
     src, consumer = source([], batch_wait_ms=25)
     assert src.poll() == []
     assert consumer.calls == [(25, 1000)]
+
+
+class CommitConsumer:
+    """Keeps the commits it was sent; `answer` completes the oldest unanswered async one."""
+
+    def __init__(self) -> None:
+        self.listener = None
+        self.owned = {TopicPartition("in", p) for p in range(3)}
+        self.sent: list[dict[int, int]] = []  # async commits, partition -> offset
+        self.waiting: list[tuple[dict, object]] = []
+        self.synced: list[dict[int, int]] = []
+        self.sync_error: Exception | None = None
+        self.closed = False
+
+    def subscribe(self, topics: list[str], listener: object) -> None:
+        self.listener = listener
+
+    def assignment(self) -> set[TopicPartition]:
+        return set(self.owned)
+
+    def commit_async(self, offsets: dict, callback: object) -> None:
+        self.sent.append({tp.partition: o.offset for tp, o in offsets.items()})
+        self.waiting.append((offsets, callback))
+
+    def answer(self, result: object) -> None:
+        offsets, callback = self.waiting.pop(0)
+        callback(offsets, result)  # type: ignore[operator]
+
+    def commit(self, offsets: dict, timeout_ms: int) -> None:
+        if self.sync_error is not None:
+            raise self.sync_error
+        self.synced.append({tp.partition: o.offset for tp, o in offsets.items()})
+
+    def close(self, autocommit: bool, timeout_ms: int) -> None:
+        self.closed = True
+
+
+def committer() -> tuple[KafkaSource, CommitConsumer, Errors, Readiness]:
+    meter, ready = Errors(), Readiness(*CONDITIONS)
+
+    class CommitSource(KafkaSource):
+        def _connect(self) -> CommitConsumer:  # type: ignore[override]
+            return CommitConsumer()
+
+    src = CommitSource(settings().kafka, NO_WAIT, meter, ready)
+    return src, src.consumer, meter, ready  # type: ignore[return-value]
+
+
+def test_a_commit_is_sent_with_every_owned_partition_and_not_waited_for() -> None:
+    src, consumer, meter, _ = committer()
+    assert src.commit({("in", 0): 5, ("in", 1): 3})
+    assert src.commit({("in", 0): 9})
+    assert consumer.sent == [{0: 5, 1: 3}, {0: 9, 1: 3}]
+    consumer.answer(object())  # both accepted
+    consumer.answer(object())
+    assert src.commit({("in", 2): 1}) and meter.kinds == []
+
+
+def test_a_refused_commit_is_reported_by_the_next_one() -> None:
+    src, consumer, meter, _ = committer()
+    src.commit({("in", 0): 5})
+    consumer.answer(CommitFailedError("the group moved on"))
+    assert src.commit({("in", 0): 6}) is False
+    assert src.commit({("in", 0): 7}) is True  # said once
+    assert meter.kinds == []
+
+
+def test_a_commit_failed_while_the_broker_was_away_is_carried_by_the_next() -> None:
+    src, consumer, meter, ready = committer()
+    ready.set("state open", True)
+    src.commit({("in", 1): 4})
+    consumer.answer(NotCoordinatorError("moving"))
+    assert meter.kinds == ["broker"]
+    assert ready()[1].startswith("broker reachable: commit failed:")
+    assert src.commit({("in", 0): 2})
+    assert consumer.sent[-1] == {0: 2, 1: 4}
+
+
+def test_a_commit_that_failed_for_good_is_raised_by_the_next() -> None:
+    src, consumer, _, _ = committer()
+    src.commit({("in", 0): 5})
+    consumer.answer(GroupAuthorizationFailedError("g"))
+    with pytest.raises(GroupAuthorizationFailedError):
+        src.commit({("in", 0): 6})
+
+
+def test_revoked_partitions_are_not_committed_any_more() -> None:
+    src, consumer, _, _ = committer()
+    src.commit({("in", 0): 5, ("in", 1): 3})
+    consumer.listener.on_partitions_revoked([TopicPartition("in", 1)])  # type: ignore[attr-defined]
+    src.commit({("in", 0): 6})
+    assert consumer.sent[-1] == {0: 6}
+
+
+def test_close_commits_and_waits_then_leaves() -> None:
+    src, consumer, _, _ = committer()
+    src.commit({("in", 0): 5})
+    src.close()
+    assert consumer.synced == [{0: 5}] and consumer.closed
+    refused, refused_consumer, _, _ = committer()
+    refused.commit({("in", 0): 5})
+    refused_consumer.sync_error = CommitFailedError("the group moved on")
+    refused.close()  # logged: the next owner replays the batch
+    assert refused_consumer.closed
 
 
 @dataclass

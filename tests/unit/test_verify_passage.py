@@ -10,7 +10,7 @@ from stream_dedup.config import Settings, VerifySettings, settings_from_dict
 from stream_dedup.engine import Engine
 from stream_dedup.errors import ConfigError
 from stream_dedup.normalize import Normalizer
-from stream_dedup.records import Message
+from stream_dedup.records import Decision, Message
 from stream_dedup.state import MemoryStore
 from stream_dedup.verify import Check, bigrams, similarity, verify
 
@@ -91,3 +91,12 @@ def test_a_fuller_earlier_text_still_matches() -> None:
         verdicts = engine.process([Message("orig", orig, 0), Message("cut", cut, 1000),
                                    Message("later", later, 2000)])
         assert verdicts[2].is_duplicate and verdicts[2].matched_id == source
+
+
+def test_a_message_only_set_apart_is_named_related_passage() -> None:
+    engine = Engine(Settings(), MemoryStore())
+    first, later = engine.process([Message("base", BASE, 0), Message("inserted", INSERTED, 1000)])
+    assert first.decision is Decision.UNIQUE
+    assert later.decision is Decision.UNIQUE
+    assert later.reason == "related: passage"
+    assert later.matched_id == "base" and later.guard == "passage"

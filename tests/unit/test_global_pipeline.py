@@ -16,6 +16,7 @@ from stream_dedup.engine import Engine
 from stream_dedup.errors import ConfigError
 from stream_dedup.records import Decision, Message
 from stream_dedup.scale.join import Join
+from stream_dedup.scale.merge import EventTimeMerge
 from stream_dedup.scale.prober import Prober
 from stream_dedup.scale.probes import (
     ANCHOR,
@@ -175,3 +176,39 @@ def test_topology_topics_are_checked() -> None:
         settings_from_dict({"topology": {"answers_topic": "stream-dedup-unique"}}, {})
     with pytest.raises(ConfigError, match=r"topology\.originals_topic"):
         settings_from_dict({"topology": {"originals_topic": "stream-dedup-probes"}}, {})
+
+
+@dataclasses.dataclass(frozen=True)
+class _Rec:
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    key: bytes | None = None
+    value: bytes | None = None
+    headers: tuple = ()
+
+
+def test_merge_passes_records_on_in_event_time_order() -> None:
+    merge = EventTimeMerge()
+    owned = {("in", 0), ("in", 1), ("in", 2)}
+    p0 = [_Rec("in", 0, n, ts) for n, ts in enumerate((1, 5, 9))]
+    p1 = [_Rec("in", 1, n, ts) for n, ts in enumerate((2, 3))]
+    assert merge.release(p0 + p1, owned, set()) == []  # partition 2 not read yet
+    got = merge.release([], owned, {("in", 2)})  # 2 is empty: the watermark is min(9, 3)
+    assert [(r.partition, r.timestamp) for r in got] == [(0, 1), (1, 2), (1, 3)]
+    late = _Rec("in", 1, 2, 4)
+    assert [r.timestamp for r in merge.release([late], owned, {("in", 2)})] == [4]
+    rest = merge.release([], owned, {("in", 1), ("in", 2)})  # only partition 0 behind
+    assert [r.timestamp for r in rest] == [5, 9]
+
+
+def test_merge_releases_a_prefix_per_partition_and_forgets_lost_ones() -> None:
+    merge = EventTimeMerge()
+    owned = {("in", 0), ("in", 1)}
+    p0 = [_Rec("in", 0, n, ts) for n, ts in enumerate((1, 10, 2))]
+    p1 = [_Rec("in", 1, 0, 6)]
+    got = merge.release(p0 + p1, owned, set())  # watermark 6; p0's 2 waits behind its 10
+    assert [(r.partition, r.offset) for r in got] == [(0, 0), (1, 0)]
+    merge.own({("in", 1)})
+    assert merge.release([], {("in", 1)}, {("in", 1)}) == []  # partition 0's records dropped
