@@ -91,6 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--near-misses", type=int, default=20,
                    help="pairs just under the thresholds (default: 20)")
     a.add_argument("--seed", type=int, default=1, help="sampling seed (default: 1)")
+    a.add_argument("--replay", action="store_true",
+                   help="with score: decide every judged flagged pair again with this config and "
+                        "score those still flagged (how a new rule changes precision)")
 
     r = with_config(sub.add_parser("run", help="the streaming service: Kafka in, verdicts out"))
     r.add_argument("--state", help="state directory (overrides state.path)")
@@ -328,7 +331,10 @@ def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
     if args.target[0] == "score":
         if len(args.target) != 2:
             build_parser().error("usage: stream-dedup audit score PAIRS.jsonl")
-        for group, rows in audit.score(audit.read_pairs(args.target[1])).items():
+        pairs = audit.read_pairs(args.target[1])
+        if args.replay:
+            pairs = audit.still_flagged(pairs, settings)
+        for group, rows in audit.score(pairs).items():
             for key, precision in rows.items():
                 print(f"{group:>7}  {key:<16} precision {precision}")
         return 0

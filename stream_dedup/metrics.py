@@ -80,8 +80,7 @@ class ServiceMetrics:
 
     def _define(self, r: CollectorRegistry, window_s: float) -> None:
         p = "stream_dedup_"
-        Info(f"{p}build", "Version of stream-dedup and of Python", registry=r).info(
-            {"version": __version__, "python_version": platform.python_version()})
+        register_build_info(r)
         self.messages_in = PromCounter(
             f"{p}messages_in_total", "Records read, before decoding, by input topic",
             ["topic"], registry=r)
@@ -232,6 +231,12 @@ class ServiceMetrics:
             sums[1] -= u
         if sums[0]:
             self.dedup_ratio.set(sums[1] / sums[0])
+
+
+def register_build_info(registry: CollectorRegistry) -> None:
+    """`stream_dedup_build_info`: what runs (every process kind exposes it)."""
+    Info("stream_dedup_build", "Version of stream-dedup and of Python", registry=registry).info(
+        {"version": __version__, "python_version": platform.python_version()})
 
 
 def _count_entries(engine: Engine) -> int:

@@ -216,9 +216,10 @@ class ChangelogStore:
             self._records, self._futures = [], []
             return
         failed = self._futures[first]
-        error = failed.exception if failed.is_done else KafkaTimeoutError("no acknowledgement")
+        if not failed.is_done:  # still in flight: wait again, send nothing twice
+            raise KafkaTimeoutError("no acknowledgement yet")
         self._records, self._futures = self._records[first:], []
-        raise error
+        raise failed.exception
 
     def _send_rest(self) -> None:
         while len(self._futures) < len(self._records):

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from .. import meaning
 from ..config import Settings
 from ..kafka.route import InputRecord, Output, route
 from ..records import Message
+from .changelog import RestoreReport
 from .join import Decided, Join
+from .observe import KeyCount
 from .probes import Answer, Original, unpack_answers, unpack_original
 from .stages import PartitionStates
 
@@ -37,7 +40,7 @@ class DecideStage:
             meaning.warm_up()
         self.joins: PartitionStates[Join] = PartitionStates(
             settings, self.name, t.originals_topic, t.join_partitions,
-            lambda store: Join(store, settings))
+            lambda store: Join(KeyCount(store, ("docs",), check=True), settings))
 
     def own(self, partitions: set[tuple[str, int]]) -> set[tuple[str, int]]:
         """Join state for each partition number owned in both topics; records of a number owned
@@ -73,8 +76,17 @@ class DecideStage:
                 outputs += _route(d, self._settings)
         return outputs
 
-    def flush(self, timeout_s: float) -> None:
-        self.joins.flush(timeout_s)
+    def flush(self, timeout_s: float) -> int:
+        return self.joins.flush(timeout_s)
+
+    def restored(self) -> Mapping[int, RestoreReport]:
+        return self.joins.reports
+
+    def gauges(self) -> Mapping[str, float]:
+        """Pending joins: one `docs` key per open message (rewritten as answers come, so the
+        count looks the keys up: the ones the join has just read)."""
+        return {"pending_joins": sum(cast(KeyCount, j.store).keys
+                                     for j in self.joins.states.values())}
 
     def close(self) -> None:
         self.joins.close()

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ..config import Settings
 from ..kafka.route import InputRecord, Output, decode_batch, route
 from ..records import Message
+from .changelog import RestoreReport
 from .merge import EventTimeMerge
 from .prober import Prober
 from .probes import Original, Probe, pack_original, pack_probes, partition_of
@@ -71,8 +72,17 @@ class FingerprintStage:
                         for value in pack_probes(probes)]
         return outputs
 
-    def flush(self, timeout_s: float) -> None:
-        """Stateless: nothing to flush."""
+    def flush(self, timeout_s: float) -> int:
+        """Stateless: no changelog."""
+        return 0
+
+    def restored(self) -> Mapping[int, RestoreReport]:
+        """Stateless: nothing restored."""
+        return {}
+
+    def gauges(self) -> Mapping[str, float]:
+        """Stateless: no state gauges."""
+        return {}
 
     def close(self) -> None:
         """Stateless: nothing to close."""

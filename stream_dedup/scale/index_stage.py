@@ -8,15 +8,22 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import cast
 
 from ..config import Settings
 from ..kafka.route import InputRecord, Output
+from ..state.store import COLUMN_FAMILIES
+from .changelog import RestoreReport
+from .observe import KeyCount
 from .probes import Answer, pack_answers, partition_of, unpack_probes
 from .shard import Shard
 from .stages import PartitionStates
 
 RECORDS_PER_BATCH = 24  # packed probe records per batch (each holds up to 256 KiB of probes)
+# Entries: every family but `meta` (the shard's counters). A shard puts an entry only under a
+# key it does not hold and deletes only keys it holds (expiry): the count needs no lookups.
+ENTRY_FAMILIES = tuple(cf for cf in COLUMN_FAMILIES if cf != "meta")
 
 
 class IndexStage:
@@ -30,7 +37,7 @@ class IndexStage:
         self.poll_batch_size = RECORDS_PER_BATCH
         self.shards: PartitionStates[Shard] = PartitionStates(
             settings, self.name, t.probes_topic, t.probes_partitions,
-            lambda store: Shard(store, settings))
+            lambda store: Shard(KeyCount(store, ENTRY_FAMILIES, check=False), settings))
 
     def own(self, partitions: set[tuple[str, int]]) -> set[tuple[str, int]]:
         self.shards.own({p for _, p in partitions})
@@ -54,8 +61,15 @@ class IndexStage:
         return [Output("answers", t.answers_topic, None, value, [], now, n)
                 for n, answers in sorted(by_partition.items()) for value in pack_answers(answers)]
 
-    def flush(self, timeout_s: float) -> None:
-        self.shards.flush(timeout_s)
+    def flush(self, timeout_s: float) -> int:
+        return self.shards.flush(timeout_s)
+
+    def restored(self) -> Mapping[int, RestoreReport]:
+        return self.shards.reports
+
+    def gauges(self) -> Mapping[str, float]:
+        return {"index_entries": sum(cast(KeyCount, shard.store).keys
+                                     for shard in self.shards.states.values())}
 
     def close(self) -> None:
         self.shards.close()

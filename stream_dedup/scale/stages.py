@@ -19,6 +19,11 @@ guarantee, as in the service):
 A crash anywhere replays the uncommitted batch: the index shards answer a replayed probe as the
 first time, the decide stage gives a replayed original its first verdict (at-least-once, never
 lost, never a duplicate of itself).
+
+Like `stream-dedup run`, the process serves `/metrics`, `/healthz` and `/readyz` on
+`metrics.port` (`kafka.run.start_metrics_port`: TLS, basic auth; 0 for none). The loop counts
+each batch once its input is committed (`observe.StageMetrics`) and keeps the readiness
+conditions of `observe.CONDITIONS`: "state restored" is false while `own` restores partitions.
 """
 
 from __future__ import annotations
@@ -27,19 +32,32 @@ import dataclasses
 import logging
 import signal
 import time
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Generic, Protocol, TypeVar
 
+from prometheus_client import CollectorRegistry
+
 from ..config import KafkaSettings, Settings
 from ..errors import ConfigError, ServiceError
+from ..health import Readiness
+from ..kafka.observe import BROKER_REACHABLE
 from ..kafka.retry import Backoff, GaveUp, Shutdown
 from ..kafka.route import InputRecord, Output, next_offsets
+from ..kafka.run import start_metrics_port
 from ..kafka.sink import KafkaSink
 from ..kafka.source import KafkaSource
 from ..state import KVStore
-from .changelog import ChangelogStore, changelog_producer, ensure_changelog_topics, open_state
+from .changelog import (
+    ChangelogStore,
+    RestoreReport,
+    changelog_producer,
+    ensure_changelog_topics,
+    open_state,
+)
+from .observe import CONDITIONS, LOOP_RUNNING, STATE_RESTORED, StageMetrics
 
 log = logging.getLogger(__name__)
 PROGRESS_EVERY_S = 30.0
@@ -64,7 +82,19 @@ class Stage(Protocol):
         ...
 
     def handle(self, records: Sequence[InputRecord]) -> list[Output]: ...
-    def flush(self, timeout_s: float) -> None: ...
+
+    def flush(self, timeout_s: float) -> int:
+        """Wait for the changelog's acknowledgements; returns the records acknowledged."""
+        ...
+
+    def restored(self) -> Mapping[int, RestoreReport]:
+        """The last restore of each partition number whose state is open."""
+        ...
+
+    def gauges(self) -> Mapping[str, float]:
+        """The stage's state gauges (`observe.STATE_GAUGES`) by name."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -86,6 +116,7 @@ class PartitionStates(Generic[T]):
         self._make = make
         self._stores: dict[int, ChangelogStore] = {}
         self.states: dict[int, T] = {}
+        self.reports: dict[int, RestoreReport] = {}
 
     def own(self, numbers: set[int]) -> None:
         """Close what is no longer owned; restore and open what is newly owned."""
@@ -94,6 +125,7 @@ class PartitionStates(Generic[T]):
             store.detach()
             store.close()
             del self.states[n]
+            del self.reports[n]
             log.info("state closed stage=%s partition=%d", self._stage, n)
         for n in sorted(numbers - set(self._stores)):
             self._open(n)
@@ -105,16 +137,22 @@ class PartitionStates(Generic[T]):
                  self._stage, n, report.records, report.bytes, report.seconds)
         self._stores[n] = store
         self.states[n] = self._make(store)
+        self.reports[n] = report
 
-    def flush(self, timeout_s: float) -> None:
+    def flush(self, timeout_s: float) -> int:
+        """Wait for the broker's acknowledgement of every changelog record sent; returns how
+        many it acknowledged (the offsets the owned changelog partitions moved by)."""
+        before = sum(store.end_offset for store in self._stores.values())
         for store in self._stores.values():
             store.flush(timeout_s)
+        return sum(store.end_offset for store in self._stores.values()) - before
 
     def close(self) -> None:
         for store in self._stores.values():
             store.close()
         self._stores.clear()
         self.states.clear()
+        self.reports.clear()
         self._producer.close()
 
 
@@ -134,7 +172,8 @@ def check_scope(settings: Settings) -> None:
 
 
 def run_stage(settings: Settings, stage: Stage) -> int:
-    """Run `stage` until SIGTERM/SIGINT; returns the records it handled."""
+    """Run `stage` until SIGTERM/SIGINT, serving its metrics port (`metrics.*`, as `run`);
+    returns the records it handled."""
     k = stage_kafka(settings, stage)
     shutdown = Shutdown(k.shutdown_timeout_s)
 
@@ -142,14 +181,24 @@ def run_stage(settings: Settings, stage: Stage) -> int:
         log.info("%s received: finishing the batch, then stopping", signal.Signals(signum).name)
         shutdown.request()
 
+    metrics = StageMetrics(CollectorRegistry(), settings, stage.name, k.input_topics)
+    ready = Readiness(*CONDITIONS)
+
+    def on_retry(what: str, exc: BaseException) -> None:
+        metrics.count_error("broker")
+        ready.set(BROKER_REACHABLE, False, f"{what} failed: {exc}")
+
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-    backoff = Backoff(k.retry_backoff_s, k.retry_backoff_max_s, shutdown.expired)
+    backoff = Backoff(k.retry_backoff_s, k.retry_backoff_max_s, shutdown.expired,
+                      on_retry=on_retry)
     handled = batches = 0
     started = last = time.monotonic()
-    source = sink = None
+    source = sink = server = None
     try:
-        source = KafkaSource(k, backoff)
-        sink = KafkaSink(k, backoff)
+        # Typed for ServiceMetrics, it only calls `serve`, which StageMetrics has alike.
+        server = start_metrics_port(metrics, settings.metrics, ready)  # type: ignore[arg-type]
+        source = KafkaSource(k, backoff, metrics, ready)
+        sink = KafkaSink(k, backoff, metrics, ready)
         missing = sorted({*k.input_topics, *stage.outputs} - source.topics())
         if missing:
             raise ServiceError(f"topic(s) {', '.join(missing)} do not exist on "
@@ -158,20 +207,39 @@ def run_stage(settings: Settings, stage: Stage) -> int:
         sink.prepare(stage.outputs)
         log.info("running stage=%s group=%s topics=%s", stage.name, k.group_id,
                  ",".join(k.input_topics))
+        ready.set(LOOP_RUNNING, True)
+        owned: set[tuple[str, int]] | None = None
         while not shutdown.requested:
             records = source.poll()  # 1.
-            served = stage.own({(tp.topic, tp.partition)
-                                for tp in source.consumer.assignment()})  # 2.
+            assigned = {(tp.topic, tp.partition) for tp in source.consumer.assignment()}
+            changed = assigned != owned
+            if changed:
+                ready.set(STATE_RESTORED, False, f"restoring the state of {len(assigned)} "
+                          "assigned partitions")
+            served = stage.own(assigned)  # 2.
+            if changed:
+                owned = assigned
+                ready.set(STATE_RESTORED, True)
+                metrics.set_partitions(served)
+                metrics.set_restores(stage.restored())
             records = [r for r in records if (r.topic, r.partition) in served]
-            caught_up = {tp for tp, lag in source.lags().items() if lag == 0}
+            lags = source.lags()
+            metrics.set_lag(lags)
+            caught_up = {tp for tp, lag in lags.items() if lag == 0}
             records = stage.release(records, served, caught_up)
             if records:
+                began = time.monotonic()
                 outputs = stage.handle(records)  # 3.
-                stage.flush(k.commit_timeout_s)  # 4.
+                acknowledged = stage.flush(k.commit_timeout_s)  # 4.
                 sink.deliver(outputs)  # 5.
-                source.commit(next_offsets(records))  # 6.
+                if not source.commit(next_offsets(records)):  # 6.
+                    metrics.count_error("commit")
+                metrics.observe_batch_done(Counter(r.topic for r in records), outputs,
+                                           time.monotonic() - began, acknowledged)
                 handled += len(records)
                 batches += 1
+            if records or changed:
+                metrics.set_state(stage.gauges())
             if time.monotonic() - last >= PROGRESS_EVERY_S:
                 last = time.monotonic()
                 log.info("progress stage=%s records=%d batches=%d elapsed_s=%.0f", stage.name,
@@ -179,8 +247,10 @@ def run_stage(settings: Settings, stage: Stage) -> int:
     except GaveUp as exc:
         log.warning("shutdown time ran out (%s): the last batch will be replayed", exc)
     finally:
+        ready.set(LOOP_RUNNING, False, "the stage is stopping")
         for what, close in (("consumer", source and source.close),
-                            ("producer", sink and sink.close), ("state", stage.close)):
+                            ("producer", sink and sink.close), ("state", stage.close),
+                            ("metrics port", server and server.close)):
             if close is None:
                 continue
             try:

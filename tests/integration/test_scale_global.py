@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -31,12 +34,14 @@ from kafka_helpers import (
     service_settings,
     stream_lines,
 )
+from prometheus_client.parser import text_string_to_metric_families
 
 from stream_dedup.decode import decode
 from stream_dedup.engine import Engine
 from stream_dedup.kafka import headers as h
 from stream_dedup.kafka.produce import key_of, new_producer
 from stream_dedup.kafka.topics import group_lag, record_counts
+from stream_dedup.scale.probes import unpack_original
 from stream_dedup.state import MemoryStore
 
 pytestmark = pytest.mark.integration
@@ -193,6 +198,116 @@ def test_global_scope_two_per_stage_kill9_index(kafka_bootstrap, unique_topic, t
           f"missed by arrival order, {other} otherwise; restored by the survivor:\n"
           + "\n".join(restored))
     assert other == 0
+
+
+def test_stages_serve_metrics_that_agree_with_the_topics(kafka_bootstrap, unique_topic,
+                                                          tmp_path):
+    """One process per stage, each on its own metrics port: `/readyz` turns ready, and once the
+    input is decided `/metrics` counts exactly what the topics hold (no replay: one member a
+    group, no failure), the changelog records each stateful stage wrote, and its state."""
+    count = 300
+    _, lines = stream_lines(count)
+    topics = make_topics(unique_topic, input_partitions=3)
+    staged = {"PROBES": unique_topic(partitions=4, prefix="probes"),
+              "ANSWERS": unique_topic(partitions=2, prefix="answers"),
+              "ORIGINALS": unique_topic(partitions=2, prefix="originals")}
+    settings = service_settings(kafka_bootstrap, topics, f"gmetrics-{uuid.uuid4().hex[:8]}")
+    env = {**service_env(settings, tmp_path / "unused"), "STREAM_DEDUP__SCALE__SCOPE": "global",
+           "STREAM_DEDUP__TOPOLOGY__PROBES_PARTITIONS": "4",
+           "STREAM_DEDUP__TOPOLOGY__JOIN_PARTITIONS": "2"}
+    env.update({f"STREAM_DEDUP__TOPOLOGY__{key}_TOPIC": topic for key, topic in staged.items()})
+    ports = {stage: _free_port() for stage in STAGES}
+    procs = {stage: _start(stage, {**env, "STREAM_DEDUP__STATE__PATH": str(tmp_path / stage),
+                                   "STREAM_DEDUP__METRICS__PORT": str(ports[stage])},
+                           tmp_path / f"{stage}.log") for stage in STAGES}
+    try:
+        _wait("every stage ready", lambda: all(_get(ports[s], "/readyz")[0] == 200
+                                               for s in STAGES), list(procs.values()), 300)
+        _produce(kafka_bootstrap, topics["input"], [*lines, *BAD])
+        outputs = (topics["output"], topics["duplicates"])
+        _wait("every message decided", lambda: _count(settings, outputs) == count,
+              list(procs.values()), 300)
+        _wait("the answers and originals committed", lambda: _lag(
+            settings, "decide", (staged["ORIGINALS"], staged["ANSWERS"])) == 0,
+              list(procs.values()), 300)
+        scraped = {stage: _scrape(ports[stage]) for stage in STAGES}
+        health = {stage: (_get(ports[stage], "/healthz")[0], _get(ports[stage], "/readyz"))
+                  for stage in STAGES}
+    finally:
+        for p in procs.values():
+            p.terminate()
+        for p in procs.values():
+            p.wait(60)
+    assert all(code == 200 and ready == (200, "ready") for code, ready in health.values()), health
+    held = record_counts(kafka_bootstrap, [*topics.values(), *staged.values()])
+    sc = settings.scale
+    group = settings.kafka.group_id
+    changelogs = {"index": sc.changelog_for(f"{group}-index", staged["PROBES"]),
+                  "decide": sc.changelog_for(f"{group}-decide", staged["ORIGINALS"])}
+    held.update(record_counts(kafka_bootstrap, changelogs.values()))
+    probes = sum(unpack_original(r.value).probes
+                 for r in read_topic(kafka_bootstrap, staged["ORIGINALS"]))
+    f, i, d = (scraped[stage] for stage in STAGES)
+    assert f["records_in_total", "input"] == count + len(BAD)
+    assert f["records_out_total", "probes"] == held[staged["PROBES"]]
+    assert f["records_out_total", "originals"] == held[staged["ORIGINALS"]] == count
+    assert f["records_out_total", "dead_letters"] == held[topics["dead"]] == len(BAD)
+    assert f["partitions_served", topics["input"]] == 3
+    assert i["records_in_total", "probes"] == held[staged["PROBES"]]
+    assert i["records_out_total", "answers"] == held[staged["ANSWERS"]]
+    assert i["changelog_records_total"] == held[changelogs["index"]] > 0
+    assert i["index_entries"] == probes
+    assert {n: i["restore_records", n] for n in "0123"} == dict.fromkeys("0123", 0)
+    assert d["records_in_total", "originals"] == count
+    assert d["records_in_total", "answers"] == held[staged["ANSWERS"]]
+    assert d["records_out_total", "output"] == held[topics["output"]]
+    assert d["records_out_total", "duplicates"] == held[topics["duplicates"]]
+    assert d["changelog_records_total"] == held[changelogs["decide"]] > 0
+    assert d["pending_joins"] == 0
+    assert d["partitions_served", staged["ORIGINALS"]] == d["partitions_served",
+                                                            staged["ANSWERS"]] == 2
+    for stage, got in scraped.items():
+        handled = sum(v for k, v in got.items() if k[0] == "records_in_total")
+        assert 0 < got["batch_duration_seconds_count"] <= handled, stage
+        assert got["errors_total", "commit"] == 0, stage
+        assert got.get("consumer_lag_records", 0) == 0, stage
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(port: int, path: str) -> tuple[int, str]:
+    """Status and body of a path of a stage's metrics port (0: not listening yet)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as resp:
+            return resp.status, resp.read().decode().strip()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode().strip()
+    except OSError:
+        return 0, ""
+
+
+def _scrape(port: int) -> dict:
+    """The `stream_dedup_*` samples of one stage, keyed by the name after `stream_dedup_` or
+    `stream_dedup_global_` and the label that tells the stage's series apart (kind, topic or
+    partition; lag summed over partitions)."""
+    code, text = _get(port, "/metrics")
+    assert code == 200, text
+    out: dict = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if not sample.name.startswith("stream_dedup_") or "build" in sample.name:
+                continue
+            name = sample.name.removeprefix("stream_dedup_").removeprefix("global_")
+            labels = {k: v for k, v in sample.labels.items() if k not in ("stage", "le")}
+            if name == "consumer_lag_records":
+                out[name] = out.get(name, 0) + sample.value
+            elif "le" not in sample.labels:
+                out[(name, *labels.values()) if labels else name] = sample.value
+    return out
 
 
 def _produce(bootstrap: str, topic: str, lines: list[bytes]) -> None:

@@ -2,7 +2,8 @@
 partitions, each partition's state restored from its compacted changelog topic when it moves;
 a process stopped cleanly and started again on the same directories restores only what its
 partitions' changelogs gained meanwhile (the local checkpoint); and a broker killed while
-changelog records wait for their acknowledgement costs no exit and loses nothing.
+changelog records wait for their acknowledgement costs no exit and loses nothing, even when the
+outage outlasts the producer's delivery timeout (the store sends the expired records again).
 
 The keys are channels given to the dev stream's messages by a hash of their id, so every key's
 messages sit in one partition in file order, and the right answer is the engine run over each
@@ -16,6 +17,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import threading
 import time
 import uuid
 import zlib
@@ -36,15 +38,22 @@ from kafka_helpers import (
     wait_drained,
 )
 
-from stream_dedup.config import ScaleSettings
+from stream_dedup.config import KafkaSettings, ScaleSettings
 from stream_dedup.decode import decode
 from stream_dedup.engine import Engine
 from stream_dedup.kafka.headers import MATCHED_ID, VERDICT, as_dict
+from stream_dedup.kafka.retry import Backoff
 from stream_dedup.kafka.topics import group_lag
 from stream_dedup.records import Message
 from stream_dedup.scale import checkpoint
-from stream_dedup.scale.changelog import changelog_end
-from stream_dedup.state import MemoryStore
+from stream_dedup.scale.changelog import (
+    ChangelogStore,
+    changelog_end,
+    changelog_producer,
+    ensure_changelog_topics,
+    restore,
+)
+from stream_dedup.state import COLUMN_FAMILIES, MemoryStore, WriteSet
 
 pytestmark = pytest.mark.integration
 CHANNELS = 12
@@ -289,3 +298,58 @@ def test_key_scope_broker_killed_while_the_changelog_waits(kafka_bootstrap, uniq
     assert not re.search(r'File "[^"]*/stream_dedup/', text), "a traceback of the service"
     print(f"\nbroker outage: {len(lines)} records, {len(CHANGELOG_RETRY.findall(text))} "
           f"changelog flush retries logged, 0 lost, {twice} emitted twice")
+
+
+def test_changelog_records_that_expired_in_an_outage_are_sent_again(kafka_bootstrap,
+                                                                    changelogs):
+    """Records sent while the broker is dead expire (delivery timeout 30 s): the flush keeps
+    retrying, sends them again once the broker is back, and the changelog then restores into
+    exactly the local store."""
+    k = KafkaSettings(bootstrap_servers=kafka_bootstrap, produce_timeout_s=5.0)
+    topic = f"outage-changelog-{uuid.uuid4().hex[:8]}"
+    changelogs.append(topic)
+    ensure_changelog_topics(k, {topic: 1}, 1 << 20)
+    producer = changelog_producer(k, 1 << 20)
+    expired = threading.Event()  # a record failed (not just a wait that ran out)
+
+    def on_retry(_what: str, exc: BaseException) -> None:
+        if "no acknowledgement within" not in str(exc):
+            expired.set()
+
+    store = ChangelogStore(MemoryStore(), producer, topic, 0, Backoff(0.5, 5.0,
+                                                                      on_retry=on_retry))
+
+    def write(n: int, tag: bytes) -> None:
+        w = WriteSet()
+        for i in range(n):
+            w.put("docs", b"%06d" % (i % 700), b"%s-%d" % (tag, i))  # keys written twice
+        store.write(w)
+
+    write(500, b"before")
+    store.flush(5.0)
+    script = ["bash", str(REPO / "deploy" / "kafka.sh")]
+    errors: list[BaseException] = []
+
+    def flush() -> None:
+        try:
+            store.flush(5.0)
+        except BaseException as exc:
+            errors.append(exc)
+
+    flusher = threading.Thread(target=flush)
+    try:
+        subprocess.run([*script, "kill9"], check=True, capture_output=True, timeout=60)
+        write(1000, b"during")
+        flusher.start()
+        assert expired.wait(180), "no record expired during the outage"
+    finally:
+        subprocess.run([*script, "start"], check=True, capture_output=True, timeout=180)
+    flusher.join(300)
+    assert not flusher.is_alive() and not errors, errors
+    assert store.in_sync and store.end_offset >= 1500  # (re-sent acknowledged ones: more)
+    rebuilt = MemoryStore()
+    report = restore(rebuilt, k, topic, 0, 60.0, 1 << 20)
+    producer.close()
+    assert report.records == store.end_offset
+    for cf in COLUMN_FAMILIES:
+        assert list(rebuilt.scan(cf, b"", b"\xff" * 8)) == list(store.scan(cf, b"", b"\xff" * 8))

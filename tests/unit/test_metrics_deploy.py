@@ -360,17 +360,24 @@ def test_compose_scale_key_override() -> None:
     (volume,) = app["volumes"]
     assert volume == {"type": "volume", "target": STATE_DIR}
     # Prometheus finds every replica by DNS, under the job the alerts select.
-    config = [a.split("=", 1)[1] for a in over["services"]["prometheus"]["command"]
+    job = compose_prometheus_job(base, over["services"]["prometheus"])
+    (sd,) = job["dns_sd_configs"]
+    assert sd["names"] == ["stream-dedup"] and sd["port"] == METRICS_PORT
+
+
+def compose_prometheus_job(base: dict[str, Any], prometheus: dict[str, Any]) -> dict[str, Any]:
+    """The `stream-dedup` scrape job of the config file an override's Prometheus is pointed at
+    (a file of the mounted folder, with the base file's rules and other options)."""
+    config = [a.split("=", 1)[1] for a in prometheus["command"]
               if a.startswith("--config.file=")]
     (mount,) = [m for m in base["prometheus"]["volumes"] if m.startswith("./prometheus:")]
     assert config[0].startswith(mount.split(":")[1] + "/")
     prom = load("prometheus/" + Path(config[0]).name)
     (job,) = [j for j in prom["scrape_configs"] if j["job_name"] == "stream-dedup"]
-    (sd,) = job["dns_sd_configs"]
-    assert sd["names"] == ["stream-dedup"] and sd["port"] == METRICS_PORT
     assert prom["rule_files"] == load("prometheus/prometheus.yml")["rule_files"]
-    rest = [a for a in over["services"]["prometheus"]["command"] if "--config.file" not in a]
+    rest = [a for a in prometheus["command"] if "--config.file" not in a]
     assert rest == [a for a in base["prometheus"]["command"] if "--config.file" not in a]
+    return job
 
 
 def test_compose_global_override() -> None:
@@ -378,7 +385,9 @@ def test_compose_global_override() -> None:
     base = compose["services"]
     over, tags = load_compose("docker-compose.global.yml")
     services = over["services"]
-    assert not tags
+    # The one `!override`: Prometheus waits for the stages instead of the base file's service.
+    assert tags == [("override", list(STAGES))]
+    assert services["prometheus"]["depends_on"] is tags[0][1]
     assert settings_from_dict({}, environ={**base["topics"]["environment"], **services[
         "topics"]["environment"]}).scale.scope == "global"
     for stage in STAGES:
@@ -392,15 +401,20 @@ def test_compose_global_override() -> None:
                                     **services["topics"]["environment"]}
         settings_from_dict({}, environ=s["environment"])
         assert s["depends_on"]["topics"]["condition"] == "service_completed_successfully"
-        # The stages serve no /healthz: the image's HEALTHCHECK (which asks it) is off. No
-        # port, and no shared volume (each replica gets its own from the image's VOLUME).
-        assert s["healthcheck"] == {"disable": True}
+        # The stages serve /healthz on the image's metrics port: the image's HEALTHCHECK
+        # applies (test_dockerfile_... checks it asks that port). No host port (replicas would
+        # collide), and no shared volume (each replica gets its own from the image's VOLUME).
+        assert "healthcheck" not in s
         assert "ports" not in s and "volumes" not in s
         assert int(s["stop_grace_period"].rstrip("s")) > Settings().kafka.shutdown_timeout_s
-    # The single-process service (and Prometheus/Grafana, which would only find it down) never
-    # start beside the stages: they are in a profile that is not enabled.
-    for name in ("stream-dedup", "prometheus", "grafana"):
+    # The single-process service (and Grafana, whose dashboard shows its metrics) never start
+    # beside the stages: they are in a profile that is not enabled.
+    for name in ("stream-dedup", "grafana"):
         assert services[name] == {"profiles": ["scope-process"]}
+    # Prometheus scrapes every replica of every stage by DNS, under the job the alerts select.
+    job = compose_prometheus_job(base, services["prometheus"])
+    (sd,) = job["dns_sd_configs"]
+    assert sd["names"] == list(STAGES) and sd["port"] == METRICS_PORT
     assert set(services) == {"topics", "stream-dedup", "prometheus", "grafana", *STAGES}
     assert set(base) | set(STAGES) == set(services) | {"kafka"}
 
@@ -419,9 +433,9 @@ def test_compose_overrides_follow_the_compose_specification(path: str, tmp_path:
 
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is not installed")
-def test_replicas_prometheus_config_is_valid() -> None:
-    proc = subprocess.run(["promtool", "check", "config",
-                           str(DEPLOY / "prometheus" / "prometheus-replicas.yml")],
+@pytest.mark.parametrize("name", ["prometheus-replicas.yml", "prometheus-global.yml"])
+def test_scale_out_prometheus_configs_are_valid(name: str) -> None:
+    proc = subprocess.run(["promtool", "check", "config", str(DEPLOY / "prometheus" / name)],
                           capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -465,12 +479,16 @@ def test_k8s_global_overlay() -> None:
     assert all(settings_key(n) for n in env)
     settings = settings_from_dict(base_config(), environ=env)
     assert settings.scale.scope == "global"
-    # The base's single-process workload and its scraping are deleted.
-    deleted = {(d["kind"], d["metadata"]["name"]) for d in
-               (yaml.safe_load(p["patch"]) for p in kust["patches"]) if d.get("$patch") ==
-               "delete"}
+    # The base's single-process workload and its Service are deleted; its PodMonitor is kept
+    # (it scrapes the stages) and names each target's stage.
+    patches = [yaml.safe_load(p["patch"]) for p in kust["patches"]]
+    deleted = {(d["kind"], d["metadata"]["name"]) for d in patches if d.get("$patch") == "delete"}
     assert deleted == {(d["kind"], d["metadata"]["name"]) for kind, d in k8s_docs().items()
-                       if kind != "ConfigMap"}
+                       if kind in ("StatefulSet", "Service")}
+    mon = k8s_docs()["PodMonitor"]
+    (mon_patch,) = [d for d in patches if d["kind"] == "PodMonitor"]
+    assert mon_patch["metadata"]["name"] == mon["metadata"]["name"]
+    assert mon_patch["spec"] == {"podTargetLabels": ["app.kubernetes.io/component"]}
     workloads = global_workloads()
     assert set(workloads) == set(STAGES)
     for stage, dep in workloads.items():
@@ -485,8 +503,20 @@ def test_k8s_global_overlay() -> None:
         (c,) = pod["spec"]["containers"]
         args = cli_ok(c["args"])
         assert (args.command, args.stage, c["name"]) == ("stage", stage, stage)
-        # The stages serve no HTTP port: no ports, no probes.
-        assert not {"ports", "livenessProbe", "readinessProbe", "startupProbe"} & set(c)
+        # The metrics port as the base pod's: probes, annotations, and the PodMonitor's
+        # selector and port (job "stream-dedup", the alerts' job).
+        (port,) = c["ports"]
+        assert port == {"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"}
+        for probe, path in (("startupProbe", "/healthz"), ("livenessProbe", "/healthz"),
+                            ("readinessProbe", "/readyz")):
+            assert c[probe]["httpGet"] == {"path": path, "port": "metrics"}, (stage, probe)
+        # A startup probe that outlasts the port's start; restores are /readyz's business.
+        assert c["startupProbe"]["periodSeconds"] * c["startupProbe"]["failureThreshold"] >= 60
+        assert pod["metadata"]["annotations"] == k8s_docs()["StatefulSet"]["spec"]["template"][
+            "metadata"]["annotations"]
+        assert mon["spec"]["selector"]["matchLabels"].items() <= labels.items()
+        assert mon["spec"]["podMetricsEndpoints"][0]["port"] == port["name"]
+        assert labels[mon["spec"]["jobLabel"]] == "stream-dedup"
         volumes = {v["name"]: v for v in pod["spec"]["volumes"]}
         if stage == "fingerprint":  # stateless
             assert "state" not in volumes
@@ -548,13 +578,17 @@ def test_kustomize_renders_the_global_overlay() -> None:
     import kubernetes_validate
 
     docs = kustomize(GLOBAL)
-    assert sorted(d["kind"] for d in docs) == ["ConfigMap", "ConfigMap", *["Deployment"] * 3]
+    assert sorted(d["kind"] for d in docs) == ["ConfigMap", "ConfigMap", *["Deployment"] * 3,
+                                               "PodMonitor"]
     (env_map,) = [d["metadata"]["name"] for d in docs if d["kind"] == "ConfigMap" and
                   d["metadata"]["name"].startswith(generated_env(GLOBAL)[0] + "-")]
     (cm,) = [d for d in docs if d["metadata"]["name"] == env_map]
     assert settings_from_dict(base_config(), environ=cm["data"]).scale.scope == "global"
     stages = set()
     for d in docs:
+        if d["kind"] == "PodMonitor":  # a CRD: no schema ships
+            assert d["spec"]["podTargetLabels"] == ["app.kubernetes.io/component"]
+            continue
         kubernetes_validate.validate(d, kubernetes_validate.latest_version(), strict=True)
         if d["kind"] == "Deployment":
             pod_checks(d["spec"]["template"], env_map)
