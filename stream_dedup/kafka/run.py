@@ -89,7 +89,8 @@ def start_metrics_port(metrics: ServiceMetrics, m: MetricsSettings,
     return server
 
 
-def _decider(settings: Settings, root: str) -> tuple[Decider, ConsumerRebalanceListener | None]:
+def _decider(settings: Settings, root: str,
+             backoff: Backoff) -> tuple[Decider, ConsumerRebalanceListener | None]:
     """The engine of `scale.scope` and the rebalance listener it needs: one engine over every
     partition (`process`), or one per partition restored from its changelog (`key`)."""
     scope = settings.scale.scope
@@ -97,7 +98,7 @@ def _decider(settings: Settings, root: str) -> tuple[Decider, ConsumerRebalanceL
         raise ConfigError("scale.scope", "'global' runs as three stages, not as `run`",
                           "process or key for `stream-dedup run`")
     if scope == "key":
-        engines = open_partitioned(settings, root)
+        engines = open_partitioned(settings, root, backoff)
         return engines, engines
     st = settings.state
     return Engine(settings, open_store(st.backend, root, st.block_cache_mb,
@@ -127,7 +128,7 @@ def serve(settings: Settings, state_path: str | None = None) -> ServiceStats:
         backoff = Backoff(k.retry_backoff_s, k.retry_backoff_max_s, shutdown.expired,
                           on_retry=on_retry)
         st = settings.state
-        engine, listener = _decider(settings, state_path or st.path)
+        engine, listener = _decider(settings, state_path or st.path, backoff)
         ready.set(STATE_OPEN, True)
         try:
             source = KafkaSource(k, backoff, metrics, ready, listener)

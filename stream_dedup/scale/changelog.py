@@ -13,7 +13,8 @@ API (stable; `scope: key` and the `scope: global` index stage both use it)::
     store.close()              # closes `inner`; writes the checkpoint when in sync
     open_state(settings, directory, producer, topic, partition, backoff) -> (store, report)
                                # the directory in sync with the changelog's end: only the
-                               # tail after a valid checkpoint, else wiped and restored whole
+                               # tail after a valid checkpoint, else wiped and restored whole;
+                               # with a `backoff`, a restore cut short starts again
     restore(inner, settings, topic, partition, timeout_s, max_record_bytes, start_offset=None)
         -> RestoreReport(records, seconds, bytes, end_offset, start_offset)
                                # start_offset (or the beginning) .. end offset seen at the start
@@ -324,25 +325,22 @@ def open_state(settings: Settings, directory: str, producer: KafkaProducer, topi
                ) -> tuple[ChangelogStore, RestoreReport]:
     """Open `directory` (`state.backend`) as the state of changelog (topic, partition), in
     sync with the changelog's end offset: after a trusted checkpoint only the records since
-    are restored; otherwise the directory is wiped and the whole partition restored."""
+    are restored; otherwise the directory is wiped and the whole partition restored. With a
+    `backoff`, a restore cut short by the broker going away starts again from the same offset
+    (records applied twice are harmless: each key ends with its last record)."""
     st, sc = settings.state, settings.scale
     durable = st.backend != "memory" and sc.checkpoint_max_age_s > 0
     start = _trusted_offset(directory, topic, partition, sc.checkpoint_max_age_s) \
         if durable else None
-    if start is None:
-        shutil.rmtree(directory, ignore_errors=True)
-    inner = open_store(st.backend, directory, st.block_cache_mb, st.sync_writes)
+    inner = _open_dir(settings, directory, wipe=start is None)
     try:
         try:
-            report = restore(inner, settings.kafka, topic, partition, sc.restore_timeout_s,
-                             sc.changelog_max_record_bytes, start)
+            report = _restore(inner, settings, topic, partition, start, backoff)
         except CheckpointMismatch as exc:
             log.warning("checkpoint not used, restoring in full: %s", exc)
             inner.close()
-            shutil.rmtree(directory, ignore_errors=True)
-            inner = open_store(st.backend, directory, st.block_cache_mb, st.sync_writes)
-            report = restore(inner, settings.kafka, topic, partition, sc.restore_timeout_s,
-                             sc.changelog_max_record_bytes)
+            inner = _open_dir(settings, directory, wipe=True)
+            report = _restore(inner, settings, topic, partition, None, backoff)
     except BaseException:
         inner.close()
         raise
@@ -350,6 +348,26 @@ def open_state(settings: Settings, directory: str, producer: KafkaProducer, topi
                            directory if durable else None)
     store.end_offset = report.end_offset
     return store, report
+
+
+def _open_dir(settings: Settings, directory: str, wipe: bool) -> KVStore:
+    st = settings.state
+    if wipe:
+        shutil.rmtree(directory, ignore_errors=True)
+    return open_store(st.backend, directory, st.block_cache_mb, st.sync_writes)
+
+
+def _restore(inner: KVStore, settings: Settings, topic: str, partition: int,
+             start: int | None, backoff: Backoff | None) -> RestoreReport:
+    sc = settings.scale
+
+    def attempt() -> RestoreReport:
+        return restore(inner, settings.kafka, topic, partition, sc.restore_timeout_s,
+                       sc.changelog_max_record_bytes, start)
+
+    if backoff is None:
+        return attempt()
+    return backoff.call(f"restoring changelog {topic}/{partition}", attempt)
 
 
 def _trusted_offset(directory: str, topic: str, partition: int, max_age_s: float) -> int | None:

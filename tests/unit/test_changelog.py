@@ -378,3 +378,25 @@ def test_checkpoints_are_off_at_age_zero_and_for_memory_state(tmp_path, fake_cha
         store.flush(1.0)
         store.close()
         assert checkpoint.read(directory) is None
+
+
+def test_a_restore_cut_by_the_broker_going_away_starts_again(tmp_path, fake_changelog,
+                                                             monkeypatch) -> None:
+    two_docs(ChangelogStore(MemoryStore(), fake_changelog.producer, "cl", 0))
+    fake_changelog.producer.flush(1.0)
+    cuts = [KafkaConnectionError("broker away")]
+
+    def cut_once(inner, *args, **kwargs) -> RestoreReport:
+        report = fake_changelog(inner, *args, **kwargs)  # applied, then the connection drops
+        if cuts:
+            raise cuts.pop()
+        return report
+
+    monkeypatch.setattr(changelog, "restore", cut_once)
+    retries: list = []
+    store, report = open_state(ROCKS, str(tmp_path / "in-0"), fake_changelog.producer, "cl", 0,
+                               backoff(retries=retries))
+    assert [what for what, _ in retries] == ["restoring changelog cl/0"]
+    assert fake_changelog.starts == [None, None] and report.records == 2
+    assert store.get_many("docs", [b"1", b"2"]) == [b"a", b"b"]
+    store.close()
