@@ -62,6 +62,9 @@ def send_lines(producer: KafkaProducer, topic: str, lines: Iterable[bytes],
     """Send each line, paced to `rate` records/s; returns after every record was acked, or
     raises ServiceError naming how many were not."""
     failures: list[BaseException] = []
+    # The topic's metadata first: the first send would block on it and then burst to catch up
+    # with the pacing clock, so the offered rate would not be the one asked for.
+    producer.partitions_for(topic)
     started = time.perf_counter()
     n = 0
     for n, raw in enumerate(lines, start=1):
