@@ -15,6 +15,7 @@ from typing import cast
 
 from .. import meaning
 from ..config import Settings
+from ..kafka.retry import Backoff
 from ..kafka.route import InputRecord, Output, route
 from ..records import Message
 from .changelog import RestoreReport
@@ -41,6 +42,9 @@ class DecideStage:
         self.joins: PartitionStates[Join] = PartitionStates(
             settings, self.name, t.originals_topic, t.join_partitions,
             lambda store: Join(KeyCount(store, ("docs",), check=True), settings))
+
+    def start(self, backoff: Backoff) -> None:
+        self.joins.start(backoff)
 
     def own(self, partitions: set[tuple[str, int]]) -> set[tuple[str, int]]:
         """Join state for each partition number owned in both topics; records of a number owned

@@ -18,6 +18,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
 from ..config import Settings
+from ..kafka.retry import Backoff
 from ..kafka.route import InputRecord, Output, decode_batch, route
 from ..records import Message
 from .changelog import RestoreReport
@@ -37,6 +38,9 @@ class FingerprintStage:
         self.poll_batch_size = settings.kafka.poll_batch_size
         self._prober = Prober(settings)
         self._merge = EventTimeMerge()
+
+    def start(self, backoff: Backoff) -> None:
+        """Stateless: no changelog to connect (its outputs are retried by the loop's sink)."""
 
     def own(self, partitions: set[tuple[str, int]]) -> set[tuple[str, int]]:
         """No state to open or restore; records waiting for lost partitions are dropped."""

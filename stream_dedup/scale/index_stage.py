@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import cast
 
 from ..config import Settings
+from ..kafka.retry import Backoff
 from ..kafka.route import InputRecord, Output
 from ..state.store import COLUMN_FAMILIES
 from .changelog import RestoreReport
@@ -38,6 +39,9 @@ class IndexStage:
         self.shards: PartitionStates[Shard] = PartitionStates(
             settings, self.name, t.probes_topic, t.probes_partitions,
             lambda store: Shard(KeyCount(store, ENTRY_FAMILIES, check=False), settings))
+
+    def start(self, backoff: Backoff) -> None:
+        self.shards.start(backoff)
 
     def own(self, partitions: set[tuple[str, int]]) -> set[tuple[str, int]]:
         self.shards.own({p for _, p in partitions})

@@ -2,9 +2,13 @@
 with the engine's verification (`decide.closest_verdict`). Pure of Kafka; state in a `KVStore`.
 
 A message is decided once its original and one answer per probe (`Original.probes`, counted by
-probe index, so a replayed answer counts once) are in. Its verdict is remembered by id: an
-original seen again (the fingerprint stage replayed it) gets its first verdict, marked replayed,
-and late answers of a decided message are dropped.
+probe index, so a replayed answer counts once) are in. Its verdict is remembered by id together
+with its original: an original seen again (the fingerprint stage replayed it), or a probe's own
+answer seen again (this stage or an index shard replayed a batch), gets the first verdict routed
+again, marked replayed. The original must stay: the decide loop has the changelog acknowledged
+before it delivers, so a process killed in between leaves verdicts durable but not delivered, and
+the replayed batch may hold only the answers that completed them. Late answers of a decided
+message are dropped (they are not replays).
 
 Only earlier messages ever answer (the index shards answer with entries earlier in the total
 order), so a message is dropped only as a duplicate of an earlier one: two near duplicates can
@@ -13,7 +17,8 @@ never drop each other, and following `matched_id` from any dropped message ends 
 Column families of `state.COLUMN_FAMILIES`, as used here: `docs` what an open message has so
 far by id (its original when it came, and its answers: one value, so a batch costs one write
 per message it touches, and a changelog record per write); `ids` verdicts by id (a `docs.Doc`
-holding the verdict and the event time); `meta` the newest event time seen. Verdicts older
+holding the verdict and the event time, then the packed original: `_decided`); `meta` the
+newest event time seen. Verdicts older
 than the window behind it are forgotten by a periodic sweep (`sweep.Sweeper`): a replay that
 late is decided afresh.
 """
@@ -67,8 +72,18 @@ def _unpending(data: bytes | None) -> tuple[Original | None, dict[Slot, Answer]]
     return original, {_slot(a): a for a in unpack_answers(data[4 + size:])}
 
 
+def _decided(verdict: Doc, original: Original) -> bytes:
+    doc = verdict.encode()
+    return struct.pack("<I", len(doc)) + doc + pack_original(original)
+
+
+def _undecided(data: bytes) -> tuple[Doc, Original]:
+    (size,) = struct.unpack_from("<I", data)
+    return Doc.decode(0, data[4:4 + size]), unpack_original(data[4 + size:])
+
+
 def _event_ms(_key: bytes, value: bytes) -> int:
-    return Doc.decode(0, value).ts_ms
+    return _undecided(value)[0].ts_ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,19 +109,28 @@ class Join:
         ids = sorted({o.message_id for o in originals} | {a.message_id for a in answers})
         verdicts = dict(zip(ids, self.store.get_many("ids", [i.encode() for i in ids]),
                             strict=True))
+        first = {i: _undecided(v) for i, v in verdicts.items() if v is not None}
         out: list[Decided] = []
+        again: set[str] = set()  # decided before: routed again once per batch
+
+        def replayed(ident: str, original: Original) -> None:
+            if ident not in again:
+                again.add(ident)
+                out.append(Decided(original, replace(first[ident][0].verdict, replayed=True)))
+
         fresh: dict[str, Original] = {}
         for o in originals:
-            first = verdicts[o.message_id]
-            if first is not None:
-                out.append(Decided(o, replace(Doc.decode(0, first).verdict, replayed=True)))
+            if o.message_id in first:
+                replayed(o.message_id, o)
             else:
                 fresh[o.message_id] = o
         arrived: dict[str, dict[Slot, Answer]] = {}
         for a in answers:
-            if verdicts[a.message_id] is None:
+            if a.message_id not in first:
                 arrived.setdefault(a.message_id, {})[_slot(a)] = a
-        open_ids = [i for i in ids if verdicts[i] is None]
+            elif not a.late:
+                replayed(a.message_id, first[a.message_id][1])
+        open_ids = [i for i in ids if i not in first]
         writes = WriteSet()
         for ident, data in zip(open_ids, self.store.get_many("docs", [i.encode()
                                                                       for i in open_ids]),
@@ -163,7 +187,7 @@ class Join:
 
     def _record(self, o: Original, verdict: Verdict, was_open: bool, writes: WriteSet) -> None:
         ident = o.message_id.encode()
-        writes.put("ids", ident, Doc(0, o.ts_ms, o.fp, 0, verdict, "", False).encode())
+        writes.put("ids", ident, _decided(Doc(0, o.ts_ms, o.fp, 0, verdict, "", False), o))
         if was_open:
             writes.delete("docs", ident)
         self._max_ts = max(self._max_ts, o.ts_ms)

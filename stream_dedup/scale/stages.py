@@ -5,6 +5,8 @@
 guarantee, as in the service):
 
 1. Poll a batch of the stage's input topics.
+   (Before the first poll the stage is started: its changelog topic created if missing, its
+   producer connected, its flushes and restores given the loop's backoff.)
 2. Follow the assignment: state of partitions this member lost is closed; state of partitions it
    gained is restored from its changelog (in full, or after a clean stop of this member only
    the records since its checkpoint) before any record of them is handled.
@@ -38,6 +40,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Generic, Protocol, TypeVar
 
+from kafka import KafkaProducer
 from prometheus_client import CollectorRegistry
 
 from ..config import KafkaSettings, Settings
@@ -72,6 +75,11 @@ class Stage(Protocol):
     outputs: tuple[str, ...]
     poll_batch_size: int
 
+    def start(self, backoff: Backoff) -> None:
+        """Connect the stage's state to the broker; `backoff` (the loop's) retries changelog
+        flushes and restores while the broker is away, as the outputs are retried."""
+        ...
+
     def own(self, partitions: set[tuple[str, int]]) -> set[tuple[str, int]]:
         """Follow the assignment; returns the partitions served (their records handled)."""
         ...
@@ -102,21 +110,31 @@ class PartitionStates(Generic[T]):
     """Per owned partition number: a RocksDB store under `state.path`/<stage>-<n>, mirrored to
     the stage's compacted changelog topic (`changelog.open_state`: restored in full, or only
     the records after the checkpoint a clean stop left), and the stage's object `make(store)`
-    over it. A partition given away is detached first, so it leaves no checkpoint behind."""
+    over it. A partition given away is detached first, so it leaves no checkpoint behind.
+    Nothing touches the broker before `start`."""
 
     def __init__(self, settings: Settings, stage: str, topic: str, partitions: int,
                  make: Callable[[KVStore], T]) -> None:
-        sc = settings.scale
         self._settings = settings
         self._stage = stage
-        self.topic = sc.changelog_for(f"{settings.kafka.group_id}-{stage}", topic)
-        ensure_changelog_topics(settings.kafka, {self.topic: partitions},
-                                sc.changelog_max_record_bytes)
-        self._producer = changelog_producer(settings.kafka, sc.changelog_max_record_bytes)
+        self.topic = settings.scale.changelog_for(f"{settings.kafka.group_id}-{stage}", topic)
+        self._partitions = partitions
         self._make = make
+        self._producer: KafkaProducer | None = None
+        self._backoff: Backoff | None = None
         self._stores: dict[int, ChangelogStore] = {}
         self.states: dict[int, T] = {}
         self.reports: dict[int, RestoreReport] = {}
+
+    def start(self, backoff: Backoff) -> None:
+        """Create the changelog topic if missing and connect its producer; every partition
+        opened from now on restores and flushes with `backoff` (a broker blip is waited out,
+        not an exit: `changelog.ChangelogStore.flush`)."""
+        sc = self._settings.scale
+        ensure_changelog_topics(self._settings.kafka, {self.topic: self._partitions},
+                                sc.changelog_max_record_bytes)
+        self._producer = changelog_producer(self._settings.kafka, sc.changelog_max_record_bytes)
+        self._backoff = backoff
 
     def own(self, numbers: set[int]) -> None:
         """Close what is no longer owned; restore and open what is newly owned."""
@@ -131,8 +149,11 @@ class PartitionStates(Generic[T]):
             self._open(n)
 
     def _open(self, n: int) -> None:
+        if self._producer is None:
+            raise RuntimeError(f"stage {self._stage}: partition {n} opened before start()")
         path = Path(self._settings.state.path) / f"{self._stage}-{n}"
-        store, report = open_state(self._settings, str(path), self._producer, self.topic, n)
+        store, report = open_state(self._settings, str(path), self._producer, self.topic, n,
+                                   self._backoff)
         log.info("state restored stage=%s partition=%d records=%d bytes=%d seconds=%.2f",
                  self._stage, n, report.records, report.bytes, report.seconds)
         self._stores[n] = store
@@ -153,7 +174,8 @@ class PartitionStates(Generic[T]):
         self._stores.clear()
         self.states.clear()
         self.reports.clear()
-        self._producer.close()
+        if self._producer is not None:
+            self._producer.close()
 
 
 def stage_kafka(settings: Settings, stage: Stage) -> KafkaSettings:
@@ -205,6 +227,7 @@ def run_stage(settings: Settings, stage: Stage) -> int:
                                f"{k.bootstrap_servers}: create them with `stream-dedup topics "
                                "create` (same --config, scale.scope: global)")
         sink.prepare(stage.outputs)
+        stage.start(backoff)
         log.info("running stage=%s group=%s topics=%s", stage.name, k.group_id,
                  ",".join(k.input_topics))
         ready.set(LOOP_RUNNING, True)

@@ -1,5 +1,6 @@
 """The global scope's pure parts without Kafka: wire format, index shards, the decide join, and
-the three together in one process against the engine in file mode."""
+the three together in one process against the engine in file mode; and the stateful stages'
+changelog flushes retried with the stage loop's backoff (a fake producer)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,16 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from kafka.errors import KafkaConnectionError
+from test_changelog import FakeChangelog, FakeProducer, backoff
 
-from stream_dedup.config import Settings, WindowSettings, settings_from_dict
+from stream_dedup.config import Settings, StateSettings, WindowSettings, settings_from_dict
 from stream_dedup.engine import Engine
 from stream_dedup.errors import ConfigError
 from stream_dedup.records import Decision, Message
+from stream_dedup.scale import changelog, stages
+from stream_dedup.scale.decide_stage import DecideStage
+from stream_dedup.scale.index_stage import IndexStage
 from stream_dedup.scale.join import Join
 from stream_dedup.scale.merge import EventTimeMerge
 from stream_dedup.scale.prober import Prober
@@ -122,9 +128,13 @@ def test_join_waits_for_every_answer_counts_replays_once_and_remembers() -> None
     assert join.add([_original("m2", 2)], [exact]) == []  # the same answer again counts once
     (done,) = join.add([], [none])
     assert done.verdict.decision is Decision.EXACT and done.verdict.matched_id == "m1"
-    assert join.add([], [none]) == []  # late answers of a decided message are dropped
-    (again,) = join.add([_original("m2", 2)], [])
-    assert again.verdict == dataclasses.replace(done.verdict, replayed=True)
+    late = Answer("m2", 0, EXACT, (Hit("m0", 0, 0, -1, ""),), late=True)
+    assert join.add([], [late]) == []  # late answers of a decided message are dropped
+    # A replayed batch: its own answer, or its original, routes the first verdict again, once.
+    for batch in (([], [none, none]), ([_original("m2", 2)], [none])):
+        (again,) = join.add(*batch)
+        assert again.verdict == dataclasses.replace(done.verdict, replayed=True)
+        assert again.original == _original("m2", 2)
 
 
 def test_join_takes_late_answers_without_counting_them() -> None:
@@ -212,3 +222,58 @@ def test_merge_releases_a_prefix_per_partition_and_forgets_lost_ones() -> None:
     assert [(r.partition, r.offset) for r in got] == [(0, 0), (1, 0)]
     merge.own({("in", 1)})
     assert merge.release([], {("in", 1)}, {("in", 1)}) == []  # partition 0's records dropped
+
+
+def test_a_verdict_durable_but_not_delivered_comes_out_when_its_batch_is_replayed() -> None:
+    """The decide loop has the changelog acknowledged (4.) before it delivers (5.): a process
+    killed between the two replays the batch on the restored state. A message that batch's
+    answers completed (its original committed with an earlier batch) must come out again."""
+    store = MemoryStore()
+    assert Join(store, Settings()).add([_original("m1", 1)], []) == []  # committed
+    answer = Answer("m1", 0, EXACT, ())
+    assert [d.verdict.id for d in Join(store, Settings()).add([], [answer])] == ["m1"]
+    # The process dies before the verdict is delivered; the next owner restores the state.
+    assert [d.verdict.id for d in Join(store, Settings()).add([], [answer])] == ["m1"]
+
+
+def _index_batch(settings: Settings) -> list[_Rec]:
+    """One probes record on shard 0: every probe of two messages."""
+    probes = [q for p in Prober(settings).run(_dev_messages(2)) for q in p.probes]
+    return [_Rec(settings.topology.probes_topic, 0, 0, 5, value=v) for v in pack_probes(probes)]
+
+
+def _decide_batch(settings: Settings) -> list[_Rec]:
+    """One original on join partition 0 that expects no answers (decided at once)."""
+    return [_Rec(settings.topology.originals_topic, 0, 0, 5,
+                 value=pack_original(_original("m1", 0)))]
+
+
+@pytest.mark.parametrize("make, batch", [(IndexStage, _index_batch),
+                                         (DecideStage, _decide_batch)], ids=["index", "decide"])
+def test_a_stage_waits_out_a_failed_changelog_flush_with_the_loops_backoff(
+        tmp_path, monkeypatch, make, batch) -> None:
+    """The broker refuses the batch's first changelog record once: the stage's flush retries
+    (told to the loop's `on_retry`) and re-sends it and every later record in order, instead of
+    raising (which ended the stage process)."""
+    producer = FakeProducer(fail=(0,), error=KafkaConnectionError("broker away"))
+    monkeypatch.setattr(stages, "ensure_changelog_topics", lambda *_args: None)
+    monkeypatch.setattr(stages, "changelog_producer", lambda *_args: producer)
+    monkeypatch.setattr(changelog, "restore", FakeChangelog(producer))
+    settings = Settings(state=StateSettings(path=str(tmp_path), backend="memory"))
+    stage = make(settings)
+    retries: list = []
+    stage.start(backoff(retries=retries))
+    stage.own({(topic, 0) for topic in stage.topics})
+    stage.handle(batch(settings))
+    sent = len(producer.sent)
+    assert sent > 0
+    acknowledged = stage.flush(1.0)
+    changelog_topic = settings.scale.changelog_for(f"{settings.kafka.group_id}-{make.name}",
+                                                   stage.topics[0])
+    assert [what for what, _ in retries] == [f"flushing changelog {changelog_topic}/0"]
+    first = producer.sent[:sent]
+    assert producer.sent[sent:] == first  # the refused record and all after it, in order
+    # The broker took the records after the refused one, then all again: each key's last
+    # record is its newest value, and the flush counts every record acknowledged.
+    assert producer.log == first[1:] + first and acknowledged == len(producer.log)
+    stage.close()
