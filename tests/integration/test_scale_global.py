@@ -297,7 +297,7 @@ def test_global_scope_two_per_stage_kill9_index_then_fingerprint(kafka_bootstrap
     messages = [decode(raw, f"{name}:{n}", f"line:{n}", n, settings.input)
                 for n, raw in enumerate(lines)]
     file_mode = _file_mode(settings, messages)
-    file_kept = {i for i, m in file_mode.items() if m is None}
+    file_kept = {i for i, (m, _related) in file_mode.items() if m is None}
     line_of = {m.id: n for n, m in enumerate(messages)}
     partition_of = {id_of(r.value): r.partition
                     for r in read_topic(kafka_bootstrap, topics["input"]) if r.key}
@@ -305,12 +305,15 @@ def test_global_scope_two_per_stage_kill9_index_then_fingerprint(kafka_bootstrap
     for i in ids:
         if (i in kept) == (i in file_kept):
             continue
-        pairs = [m for m in (file_mode[i], matched.get(i)) if m is not None]
+        # The messages that decide the difference: file mode's match or the message its
+        # verdict found related (which ends the search), and the global scope's match.
+        pairs = [m for m in (*file_mode[i], matched.get(i)) if m is not None]
         if any((line_of[m] < line_of[i]) != (order[m] < order[i]) for m in pairs):
             flipped += 1
-        elif i in kept and partition_of[file_mode[i]] != partition_of[i]:
-            # File mode found the earlier copy; it came from another input partition and its
-            # probes reached the shard after this message's (a shard answers what it has).
+        elif any(partition_of[m] != partition_of[i] for m in pairs):
+            # One of them came from another input partition, so its probes may reach a shard
+            # after this message's or before (a shard answers what it has): both arrival orders
+            # are possible, and file mode saw only one.
             arrival += 1
         else:
             other += 1
@@ -460,14 +463,16 @@ def _count(settings, topics: tuple[str, ...]) -> int:
     return sum(record_counts(settings.kafka.bootstrap_servers, topics).values())
 
 
-def _file_mode(settings, messages) -> dict[str, str | None]:
-    """File mode's verdicts in line order: each id with the id it duplicates (None: kept)."""
+def _file_mode(settings, messages) -> dict[str, tuple[str | None, str | None]]:
+    """File mode's verdicts in line order: each id with the id it duplicates (None: kept) and
+    the id it was found related to (None: none)."""
     engine = Engine(settings, MemoryStore())
     out = {}
     size = settings.engine.batch_size
     for n in range(0, len(messages), size):
         for v in engine.process(messages[n:n + size]):
-            out[v.id] = v.matched_id if v.is_duplicate else None
+            out[v.id] = ((v.matched_id, None) if v.is_duplicate
+                         else (None, v.matched_id if v.guard else None))
     return out
 
 
