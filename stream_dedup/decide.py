@@ -10,10 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from .config import VerifySettings
-from .index.layout import hamming
 from .records import Decision, Verdict
 from .verify import similarity, verify
 
@@ -44,17 +41,15 @@ def closest_verdict(message_id: str, text: str, fp: int, grams: frozenset[int],
     that is a duplicate or only related settles it, so a reprint of a dropped-clause copy cannot
     hide a changed date that the full original shows.
     """
-    scored = []
-    for c in candidates:
-        score, _ = similarity(c.grams, grams, len(c.text), len(text), settings)
-        scored.append((score, c))
-    scored.sort(key=lambda item: -item[0])
+    scored = [(similarity(c.grams, grams, len(c.text), len(text), settings), c)
+              for c in candidates]
+    scored.sort(key=lambda item: -item[0][0])
     refused: tuple[str, str, int, float] | None = None
     apart: tuple[str, str, int, float] | None = None  # the first one a rule set apart
     too_short = False
-    for _score, c in scored:
-        check = verify(c.text, text, c.grams, grams, settings)
-        distance = int(hamming(np.uint64(c.fp), fp)) if c.distance < 0 else c.distance
+    for measured, c in scored:
+        check = verify(c.text, text, c.grams, grams, settings, measured)
+        distance = (int(c.fp) ^ int(fp)).bit_count() if c.distance < 0 else c.distance
         if check.duplicate:
             return Verdict(message_id, Decision.NEAR,
                            f"near: distance {distance}, similarity {check.similarity:.2f}",

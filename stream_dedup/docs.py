@@ -15,6 +15,7 @@ from .records import Decision, Verdict
 
 _HEAD = struct.Struct("<qQQBbfHHH")
 _DECISIONS = tuple(Decision)
+_DECISION_CODE = {d: i for i, d in enumerate(_DECISIONS)}
 
 
 def seq_key(seq: int) -> bytes:
@@ -45,7 +46,7 @@ class Doc:
         guard = v.guard.encode() if v.guard else b""
         head = _HEAD.pack(
             self.ts_ms, self.fp, self.text_hash,
-            _DECISIONS.index(v.decision) | (0x80 if self.indexed else 0),
+            _DECISION_CODE[v.decision] | (0x80 if self.indexed else 0),
             -1 if v.distance is None else v.distance,
             math.nan if v.similarity is None else v.similarity,
             len(ident), len(matched), len(guard),

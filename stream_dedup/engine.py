@@ -40,7 +40,7 @@ from .normalize import Normalizer
 from .records import Decision, Message, Verdict
 from .state.store import KVStore, WriteSet
 from .strategies import make_strategy
-from .verify import bigrams
+from .verify import bigram_sets
 
 FORMAT_VERSION = 1
 _META_COUNTERS = b"counters"
@@ -270,42 +270,42 @@ class Engine:
                 in_batch: dict[int, _Pending]) -> None:
         recent = self._recent
         live_from = self._max_ts - self._window_ms
-        stored: dict[int, tuple[str, str, int]] = {}  # seq -> (text, id, fingerprint)
+        # seq -> (text, id, fingerprint) of every candidate, and of the batch's messages
+        entries: dict[int, tuple[str, str, int]] = {}
         wanted = []
         for seq in {seq for cands in candidates for seq, _, _ in cands if seq not in in_batch}:
             entry = recent.get(seq)
             if entry is not None and entry[3] >= live_from:
-                stored[seq] = entry[:3]
+                entries[seq] = entry[:3]
             else:
                 wanted.append(seq)
         for seq, data in zip(wanted, self.store.get_many("docs", [seq_key(q) for q in wanted]),
                              strict=True):
             if data is not None:  # else expired meanwhile
                 ident, fp, text = Doc.peek(data)
-                stored[seq] = (text, ident, fp)
+                entries[seq] = (text, ident, fp)
         if len(recent) > 200_000:  # what recent batches indexed, so candidates skip the disk
             recent.clear()
         recent.update((p.seq, (p.text, p.msg.id, p.fp, p.msg.timestamp_ms)) for p in near)
         grams = self._grams
         if len(grams) > 200_000:  # bigram sets of recent candidates, reused across batches
             grams.clear()
+        entries.update((p.seq, (p.text, p.msg.id, p.fp)) for p in near)
+        needed = {p.seq for p, cands in zip(near, candidates, strict=True) if cands}
+        needed.update(seq for cands in candidates for seq, _, _ in cands if seq in entries)
+        missing = [seq for seq in needed if seq not in grams]
+        grams.update(zip(missing, bigram_sets([entries[seq][0] for seq in missing]), strict=True))
         vs = self.settings.verify
         for p, cands in zip(near, candidates, strict=True):
             if not cands:
                 p.verdict = unique(p.msg.id, None, False)
                 continue
-            mine = grams[p.seq] = bigrams(p.text)
             found = []
             for seq, dist, _shared in cands:
-                other = in_batch.get(seq)
-                entry = (other.text, other.msg.id, other.fp) if other else stored.get(seq)
-                if entry is None:
-                    continue
-                theirs = grams.get(seq)
-                if theirs is None:
-                    theirs = grams[seq] = bigrams(entry[0])
-                found.append(Candidate(entry[1], entry[0], entry[2], dist, theirs))
-            p.verdict = closest_verdict(p.msg.id, p.text, p.fp, mine, found, vs)
+                entry = entries.get(seq)
+                if entry is not None:  # else expired meanwhile
+                    found.append(Candidate(entry[1], entry[0], entry[2], dist, grams[seq]))
+            p.verdict = closest_verdict(p.msg.id, p.text, p.fp, grams[p.seq], found, vs)
 
     def _record(self, pending: list[_Pending], fresh: list[_Pending],
                 tables: BatchProbe) -> None:

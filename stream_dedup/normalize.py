@@ -90,14 +90,34 @@ def _nfkc_table() -> dict[int, str]:
     return table
 
 
+def _runs_of(codes: list[int]) -> re.Pattern[str]:
+    """A pattern matching runs of the given code points (sorted), as ranges."""
+    ranges: list[list[int]] = []
+    for code in codes:
+        if ranges and ranges[-1][1] == code - 1:
+            ranges[-1][1] = code
+        else:
+            ranges.append([code, code])
+    parts = (re.escape(chr(lo)) + (f"-{re.escape(chr(hi))}" if hi > lo else "")
+             for lo, hi in ranges)
+    return re.compile("[" + "".join(parts) + "]+")
+
+
 _NFKC_TABLE = _nfkc_table()
+# Most characters of a Chinese text are not in the table; translating only the runs that are
+# costs half of translating the whole batch (a dict lookup for every character).
+_NFKC_RUN_RE = _runs_of(sorted(_NFKC_TABLE))
+
+
+def _nfkc_run(match: re.Match[str]) -> str:
+    return match.group().translate(_NFKC_TABLE)
 
 
 def nfkc(text: str) -> str:
     """NFKC, fast: each character is replaced by its own NFKC form, then the rare string that is
     still not normalized (combining sequences, characters beyond the BMP) is normalized whole.
     NFKC of the per-character forms equals NFKC of the original, so the result is exact."""
-    text = text.translate(_NFKC_TABLE)
+    text = _NFKC_RUN_RE.sub(_nfkc_run, text)
     return text if unicodedata.is_normalized("NFKC", text) else unicodedata.normalize("NFKC", text)
 
 

@@ -14,6 +14,7 @@ with a clause cut), so this rule keeps the pair apart without settling the messa
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,10 +40,21 @@ class Check:
 def bigrams(text: str) -> frozenset[int]:
     """Character bigrams as integers (two 21-bit code points); a one-character text is its own
     feature. Integers hash and intersect faster than two-character strings."""
-    codes = np.frombuffer(text.encode("utf-32-le"), dtype="<u4").astype(np.int64)
-    if len(codes) < 2:
-        return frozenset(codes.tolist())
-    return frozenset(((codes[:-1] << 21) | codes[1:]).tolist())
+    return bigram_sets([text])[0]
+
+
+def bigram_sets(texts: Sequence[str]) -> list[frozenset[int]]:
+    """`bigrams` of each text, from one numpy pass over the batch (numpy's per-call cost is
+    more than the work on one short text)."""
+    codes = np.frombuffer("".join(texts).encode("utf-32-le"), dtype="<u4").astype(np.int64)
+    pairs = ((codes[:-1] << 21) | codes[1:]).tolist()
+    singles = codes.tolist()
+    out, start = [], 0
+    for text in texts:
+        end = start + len(text)
+        out.append(frozenset(pairs[start : end - 1] if end - start > 1 else singles[start:end]))
+        start = end
+    return out
 
 
 def similarity(a: frozenset[int], b: frozenset[int], len_a: int, len_b: int,
@@ -77,13 +89,14 @@ def _few_substitutions(a: str, b: str) -> bool:
 
 
 def verify(a: str, b: str, grams_a: frozenset[int], grams_b: frozenset[int],
-           settings: VerifySettings) -> Check:
-    """Decide whether normalized text `b` is a near duplicate of normalized text `a`."""
+           settings: VerifySettings, measured: tuple[float, str] | None = None) -> Check:
+    """Decide whether normalized text `b` is a near duplicate of normalized text `a`;
+    `measured` is their `similarity` when the caller has it already."""
     if a == b:
         return Check(True, 1.0)
     if min(len(a), len(b)) < settings.min_chars:
         return Check(False, 0.0, "short")  # too little content: only an exact copy matches
-    score, how = similarity(grams_a, grams_b, len(a), len(b), settings)
+    score, how = measured or similarity(grams_a, grams_b, len(a), len(b), settings)
     excerpt = settings.min_excerpt_chars <= len(b) < len(a)  # the later text taken from inside
     if how == "contained" and not excerpt:
         return Check(False, score, "contained" if settings.related_contained else None)

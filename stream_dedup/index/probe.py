@@ -14,9 +14,11 @@ a trillion messages).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
+from ..fingerprint import run_starts
 from ..state.store import KVStore, WriteSet
 from .layout import Layout
 from .tables import ENTRY, anchor_keys, bucket_keys
@@ -56,10 +58,11 @@ def _earlier_pairs(groups: np.ndarray, limit: int | None = None,
     if not len(groups):
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty
-    order = np.lexsort((np.arange(len(groups)), groups))
+    order = np.argsort(groups, kind="stable")  # by group, then position
     g, ok = groups[order], eligible[order]
-    run_start = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
-    run_of = np.repeat(np.arange(len(run_start)), np.diff(np.r_[run_start, len(g)]))
+    starts = run_starts(g)
+    run_start = np.flatnonzero(starts)
+    run_of = np.cumsum(starts) - 1
     # Eligible members, in (group, position) order; each run's ones are a contiguous range.
     members = order[ok]
     ok_before = np.cumsum(ok) - ok  # eligible elements before each sorted element
@@ -100,47 +103,53 @@ class BatchProbe:
 
     def _buckets(self, fps: np.ndarray, seqs: np.ndarray,
                  candidate_distance: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """All tables at once: position t * n + i is message i's key in table t, and a bucket
+        is a (table, key) group of positions, so one multi-get and one pass serve every table
+        (the per-table steps were most of a small batch's fixed cost)."""
+        n = len(fps)
         table_keys = self._layout.keys(fps)
-        found_keys, found_dist = [], []
-        compared = 0
-        for t, column in enumerate(table_keys):
-            uniq, inverse = np.unique(column, return_inverse=True)
-            names = bucket_keys(t, uniq)
-            values = [v or b"" for v in self._store.get_many("blocks", names)]
-            stored = np.frombuffer(b"".join(values), dtype=ENTRY)
-            lengths = np.fromiter((len(v) // ENTRY.itemsize for v in values), np.int64,
-                                  count=len(values))
-            starts = np.cumsum(lengths) - lengths
-            owner, idx = _ragged(lengths[inverse], starts[inverse])
-            entries = stored[idx]
-            later, earlier = _earlier_pairs(inverse)
-            owner = np.concatenate([owner, later])
-            cand_fp = np.concatenate([entries["fp"], fps[earlier]])
-            cand_seq = np.concatenate([entries["seq"], seqs[earlier]])
-            dist = np.bitwise_count(cand_fp ^ fps[owner])
-            compared += len(dist)
-            close = dist <= candidate_distance
-            found_keys.append((owner[close].astype(_U64) << _U64(_SEQ_BITS)) | cand_seq[close])
-            found_dist.append(dist[close].astype(np.int64))
-            self._stage_buckets(names, values, inverse, fps, seqs)
-        return np.concatenate(found_keys), np.concatenate(found_dist), compared
+        keys, tables = table_keys.ravel(), np.arange(table_keys.size) // n
+        # By table, then key, then position: each table's row sorted on its own.
+        order = (np.argsort(table_keys, axis=1, kind="stable")
+                 + (np.arange(len(table_keys)) * n)[:, None]).ravel()
+        new = run_starts(keys[order], tables[order])
+        inverse = np.empty(len(keys), dtype=np.int64)
+        inverse[order] = np.cumsum(new) - 1
+        first = order[new]
+        names = bucket_keys(tables[first], keys[first])
+        values = [v or b"" for v in self._store.get_many("blocks", names)]
+        stored = np.frombuffer(b"".join(values), dtype=ENTRY)
+        lengths = np.fromiter(map(len, values), np.int64, count=len(values)) // ENTRY.itemsize
+        starts = np.cumsum(lengths) - lengths
+        rows, idx = _ragged(lengths[inverse], starts[inverse])
+        entries = stored[idx]
+        later, earlier = _earlier_pairs(inverse)
+        owner = np.concatenate([rows, later]) % n
+        cand_fp = np.concatenate([entries["fp"], fps[earlier % n]])
+        cand_seq = np.concatenate([entries["seq"], seqs[earlier % n]])
+        dist = np.bitwise_count(cand_fp ^ fps[owner])
+        close = dist <= candidate_distance
+        self._stage_buckets(names, values, inverse, fps, seqs)
+        return ((owner[close].astype(_U64) << _U64(_SEQ_BITS)) | cand_seq[close],
+                dist[close].astype(np.int64), len(dist))
 
     def _stage_buckets(self, names: list[bytes], values: list[bytes], inverse: np.ndarray,
                        fps: np.ndarray, seqs: np.ndarray) -> None:
         order = np.argsort(inverse, kind="stable")
-        new = np.empty(len(fps), dtype=ENTRY)
-        new["fp"], new["seq"] = fps[order], seqs[order]
+        new = np.empty(len(order), dtype=ENTRY)
+        new["fp"], new["seq"] = fps[order % len(fps)], seqs[order % len(fps)]
         self._append("blocks", names, values, inverse[order], new.tobytes(), ENTRY.itemsize, None)
 
     def _append(self, cf: str, names: list[bytes], values: list[bytes], groups: np.ndarray,
                 packed: bytes, width: int, keep: int | None) -> None:
         """Stage value + the new records of each group (`groups` sorted, records packed in that
         order), keeping the last `keep` bytes when given."""
-        bounds = np.flatnonzero(np.r_[True, groups[1:] != groups[:-1], True]) * width
-        for u, start, end in zip(groups[bounds[:-1] // width].tolist(), bounds[:-1].tolist(),
-                                 bounds[1:].tolist(), strict=True):
-            merged = values[u] + packed[start:end]
-            self._puts.append((cf, names[u], merged[-keep:] if keep else merged))
+        starts = np.flatnonzero(run_starts(groups))
+        bounds = (np.append(starts, len(groups)) * width).tolist()
+        cut = slice(-keep, None) if keep else slice(None)
+        self._puts.extend((cf, names[u], (values[u] + packed[start:end])[cut])
+                          for u, (start, end) in zip(groups[starts].tolist(), pairwise(bounds),
+                                                     strict=True))
 
     # -- anchors --------------------------------------------------------------------------
 
@@ -148,7 +157,7 @@ class BatchProbe:
                  seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """A message looks up all its anchors but is posted under only its `stored` smallest
         (a bottom-k sample: a copy that keeps most of a text keeps some of those)."""
-        counts = np.fromiter((len(a) for a in anchors), np.int64, count=len(anchors))
+        counts = np.fromiter(map(len, anchors), np.int64, count=len(anchors))
         if not counts.sum():
             empty = np.zeros(0, dtype=_U64)
             return empty, np.zeros(0, np.int64), counts
@@ -160,7 +169,7 @@ class BatchProbe:
         names = anchor_keys(uniq)
         values = [v or b"" for v in self._store.get_many("anchors", names)]
         stored = np.frombuffer(b"".join(values), dtype="<u8")
-        lengths = np.fromiter((len(v) // 8 for v in values), np.int64, count=len(values))
+        lengths = np.fromiter(map(len, values), np.int64, count=len(values)) // 8
         starts = np.cumsum(lengths) - lengths
         rows, idx = _ragged(lengths[inverse], starts[inverse])
         later, earlier = _earlier_pairs(inverse, self._postings, posted)
@@ -200,8 +209,8 @@ class BatchProbe:
         keys, dist, shared, owner = keys[keep], dist[keep], shared[keep], owner[keep]
         order = np.lexsort((np.where(dist < 0, 255, dist), -shared, owner))
         keys, dist, shared, owner = keys[order], dist[order], shared[order], owner[order]
-        run_start = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]]) if len(owner) else owner
-        rank = np.arange(len(owner)) - np.repeat(run_start, np.diff(np.r_[run_start, len(owner)]))
+        starts = run_starts(owner)
+        rank = np.arange(len(owner)) - np.flatnonzero(starts)[np.cumsum(starts) - 1]
         top = rank < max_candidates
         by_message: dict[int, list[tuple[int, int, int]]] = {}
         for o, k, d, s in zip(owner[top].tolist(), (keys[top] & _SEQ_MASK).tolist(),

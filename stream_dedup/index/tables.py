@@ -27,8 +27,8 @@ def bucket_key(table: int, key: int) -> bytes:
     return struct.pack(">BQ", table, key)
 
 
-def bucket_keys(table: int, keys: np.ndarray) -> list[bytes]:
-    """`bucket_key` of many keys of one table at once."""
+def bucket_keys(table: int | np.ndarray, keys: np.ndarray) -> list[bytes]:
+    """`bucket_key` of many keys at once, of one table or of each key's own table."""
     packed = np.empty(len(keys), dtype=_BUCKET_KEY)
     packed["table"], packed["key"] = table, keys
     return _split(packed.tobytes(), _BUCKET_KEY.itemsize)

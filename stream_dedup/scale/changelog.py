@@ -70,7 +70,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError, KafkaTimeoutError, TopicAlreadyExistsError
 
 from ..config import KafkaSettings, Settings
@@ -415,6 +415,18 @@ def changelog_producer(settings: KafkaSettings, max_record_bytes: int) -> KafkaP
         bootstrap_timeout_ms=TIMEOUT_MS, allow_auto_create_topics=False, **conn))
 
 
+def _partition_count(client: KafkaAdminClient, name: str) -> int:
+    """Partitions of an existing topic. Another process (a second member starting at the same
+    moment) may have just created it: until its metadata has spread the broker describes it
+    with no partitions, so wait for them, within the admin timeout."""
+    deadline = time.monotonic() + TIMEOUT_MS / 1000
+    while True:
+        have = len(client.describe_topics([name])[0]["partitions"])
+        if have or time.monotonic() > deadline:
+            return have
+        time.sleep(0.2)
+
+
 def ensure_changelog_topics(settings: KafkaSettings, topics: Mapping[str, int],
                             max_record_bytes: int) -> None:
     """Create each changelog topic (compacted, `max.message.bytes` = `max_record_bytes`) with
@@ -429,8 +441,7 @@ def ensure_changelog_topics(settings: KafkaSettings, topics: Mapping[str, int],
                             "configs": configs}},
                     timeout_ms=TIMEOUT_MS, wait_for_metadata=True)
             except TopicAlreadyExistsError:
-                described = client.describe_topics([name])[0]
-                have = len(described["partitions"])
+                have = _partition_count(client, name)
                 if have != partitions:
                     raise ServiceError(
                         f"changelog topic {name} has {have} partitions, its input has "

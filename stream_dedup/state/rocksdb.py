@@ -75,11 +75,12 @@ class RocksStore:
 
     def write(self, writes: WriteSet) -> None:
         batch = WriteBatch(raw_mode=True)
+        handles, put, delete = self._handles, batch.put, batch.delete  # ~10 ops a message
         for cf, key, value in writes.ops:
             if value is None:
-                batch.delete(key, self._handles[cf])
+                delete(key, handles[cf])
             else:
-                batch.put(key, value, self._handles[cf])
+                put(key, value, handles[cf])
         for cf, start, end in writes.ranges:
             batch.delete_range(start, end, self._handles[cf])
         try:

@@ -1,7 +1,14 @@
 import numpy as np
 import pytest
 
-from stream_dedup.fingerprint import Batch, anchors, ngram_hashes, simhash
+from stream_dedup.fingerprint import (
+    Batch,
+    _window_minima,
+    anchors,
+    ngram_hashes,
+    run_starts,
+    simhash,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -36,3 +43,34 @@ def test_anchors_do_not_depend_on_batch_neighbours() -> None:
     together = [a.tolist() for a in anchors(Batch.of(texts), 4, 8)]
     assert together == [anchors(Batch.of([t]), 4, 8)[0].tolist() for t in texts]
     assert together[1] == [] and anchors(Batch.of([]), 4, 8) == []
+
+
+def _reference_simhash(texts: list[str]) -> list[int]:
+    """Simhash by its definition, one text and one bit at a time."""
+    out = []
+    for text in texts:
+        hashes = ngram_hashes(Batch.of([text]), 1)[0].tolist()
+        votes = [sum(1 if h >> bit & 1 else -1 for h in hashes) for bit in range(64)]
+        out.append(sum(1 << bit for bit in range(64) if votes[bit] > 0))
+    return out
+
+
+def test_simhash_matches_its_definition() -> None:
+    rng = np.random.default_rng(5)
+    texts = ["", "a", "今天天气很好", *("".join(rng.choice(list("的一是不了在人有我他"), n))
+                                      for n in (2, 7, 40, 300))]
+    assert simhash(Batch.of(texts)).tolist() == _reference_simhash(texts)
+
+
+def test_window_minima_match_a_sliding_window() -> None:
+    values = np.random.default_rng(2).integers(0, 2**63, 50).astype(np.uint64)
+    for window in (1, 2, 3, 5, 8, 9, 50):
+        expected = [values[i : i + window].min() for i in range(len(values) - window + 1)]
+        assert _window_minima(values, window).tolist() == expected
+
+
+def test_run_starts_marks_where_any_column_changes() -> None:
+    a, b = np.array([1, 1, 1, 2, 2]), np.array([0, 0, 1, 1, 1])
+    assert run_starts(a).tolist() == [True, False, False, True, False]
+    assert run_starts(a, b).tolist() == [True, False, True, True, False]
+    assert run_starts(np.zeros(0)).tolist() == []

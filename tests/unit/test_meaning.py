@@ -59,3 +59,12 @@ def test_classes_can_be_switched_off() -> None:
     off = verify(a, b, bigrams(a), bigrams(b), VerifySettings(related_date=False))
     assert not on.duplicate and on.guard == "date"
     assert off.duplicate
+
+
+def test_bigram_sets_equal_bigrams_one_at_a_time() -> None:
+    from stream_dedup.verify import bigram_sets
+
+    texts = ["", "a", "ab", "今天天气很好", "好"]
+    assert bigram_sets(texts) == [bigrams(t) for t in texts]
+    assert bigrams("ab") == frozenset({(ord("a") << 21) | ord("b")})
+    assert bigrams("a") == frozenset({ord("a")})

@@ -34,3 +34,17 @@ def test_batch_equals_single() -> None:
     n = Normalizer()
     texts = ["一", "#二# 三", ""]
     assert n.normalize_batch(texts) == [n.normalize(t) for t in texts]
+
+
+def test_nfkc_equals_unicodedata() -> None:
+    import random
+    import unicodedata
+
+    from stream_dedup.normalize import nfkc
+
+    rng = random.Random(7)
+    pool = [chr(c) for c in range(0x10000) if not 0xD800 <= c < 0xE000]
+    for _ in range(300):
+        text = "".join(rng.choice(pool) for _ in range(rng.randint(0, 40)))
+        assert nfkc(text) == unicodedata.normalize("NFKC", text)
+    assert nfkc("ＡＢＣ１２３，！") == "ABC123,!"
