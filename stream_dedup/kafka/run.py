@@ -8,7 +8,7 @@ import logging
 import signal
 import ssl
 from types import FrameType
-from typing import Any
+from typing import Any, Protocol
 
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from prometheus_client import CollectorRegistry
@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry
 from ..config import MetricsSettings, Settings
 from ..engine import Engine
 from ..errors import ConfigError, ServiceError
-from ..health import MetricsServer, Readiness, tls_context
+from ..health import MetricsServer, Readiness, ReadyCheck, tls_context
 from ..metrics import ServiceMetrics
 from ..scale.partitioned import open_partitioned
 from ..secret import read_secret
@@ -73,7 +73,14 @@ def metrics_security(m: MetricsSettings) -> dict[str, Any]:
     return out
 
 
-def start_metrics_port(metrics: ServiceMetrics, m: MetricsSettings,
+class ServesMetrics(Protocol):
+    """What the metrics port needs: `ServiceMetrics` of `run`, `StageMetrics` of the stages."""
+
+    def serve(self, port: int, address: str = "0.0.0.0", ready_check: ReadyCheck | None = None,
+              **security: Any) -> MetricsServer: ...
+
+
+def start_metrics_port(metrics: ServesMetrics, m: MetricsSettings,
                        ready: Readiness) -> MetricsServer | None:
     """The HTTP server of the metrics port, or None when `metrics.port` is 0."""
     if not m.port:

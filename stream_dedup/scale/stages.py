@@ -217,8 +217,7 @@ def run_stage(settings: Settings, stage: Stage) -> int:
     started = last = time.monotonic()
     source = sink = server = None
     try:
-        # Typed for ServiceMetrics, it only calls `serve`, which StageMetrics has alike.
-        server = start_metrics_port(metrics, settings.metrics, ready)  # type: ignore[arg-type]
+        server = start_metrics_port(metrics, settings.metrics, ready)
         source = KafkaSource(k, backoff, metrics, ready)
         sink = KafkaSink(k, backoff, metrics, ready)
         missing = sorted({*k.input_topics, *stage.outputs} - source.topics())
