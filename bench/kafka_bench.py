@@ -38,6 +38,7 @@ import threading
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -99,6 +100,9 @@ class Timed:
 
     def lags(self) -> dict[tuple[str, int], int]:
         return self.source.lags()
+
+    def before_revoke(self, settle: Callable[[], None]) -> None:
+        self.source.before_revoke(settle)
 
     def topics(self) -> set[str]:
         return self.source.topics()

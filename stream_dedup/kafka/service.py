@@ -1,4 +1,5 @@
-"""The service loop: one batch at a time, offsets committed only after the outputs are acked.
+"""The service loop: batches decided one after another, offsets committed only after the outputs
+are acknowledged.
 
 Per batch, in this order (the order is the delivery guarantee):
 
@@ -9,24 +10,33 @@ Per batch, in this order (the order is the delivery guarantee):
 3. `engine.process` decides the messages in order against one index for all partitions, and
    returns only after the state write (verdicts and ids) is durable.
 4. Route: one output record per input record, to the output, duplicates or dead-letter topic.
-5. Deliver: send every output and wait for the broker's acknowledgement of each one.
-6. Commit the next offset of every partition in the batch. The commit is sent, not waited for
-   (`KafkaSource.commit`): only acknowledged work is ever committed, and `close` commits once
-   more and waits for the answer.
+5. Send every output to the producer, without waiting.
+6. Complete the batch before it (the one in flight): wait until the broker acknowledged each of
+   its outputs (re-sending what failed), then commit the next offset of every partition in it.
+   The commit is sent, not waited for (`KafkaSource.commit`): only acknowledged work is ever
+   committed, and `close` commits once more and waits for the answer.
+This batch is then the one in flight. It is completed (step 6) by the next batch, by a poll that
+finds nothing, before partitions are revoked in a rebalance, and when the service stops.
 
-A crash before 3 completes replays the batch as new; a crash between 3 and 6 replays it too, and
-the engine then returns each message's first verdict (`replayed`), so the same outputs are
-written again: at-least-once, never lost, never "a duplicate of itself".
-Stopping (SIGTERM/SIGINT via `Shutdown.request`) lets the current batch finish steps 4-6 within
-`kafka.shutdown_timeout_s`, then closes the consumer, the producer and the engine.
+Why one batch in flight: the broker acknowledges a batch while the next one is polled and decided
+(a round trip per batch was a third of a batch's time at 2,000 msgs/s), and its records are on
+their way after `kafka.linger_ms` instead of after the previous batch's acknowledgements.
+
+A crash before 3 completes replays the batch as new; a crash after it (the batch in flight, or
+the one before it, not committed yet) replays it too, and the engine then returns each message's
+first verdict (`replayed`), so the same outputs are written again: at-least-once, never lost,
+never "a duplicate of itself".
+Stopping (SIGTERM/SIGINT via `Shutdown.request`) lets the current batch finish steps 4-6 and
+completes it within `kafka.shutdown_timeout_s`, then closes the consumer, the producer and the
+engine.
 
 Latency: the run pays the one-off costs before its first poll (the producer learns the output
 topics in `check_topics`; the state gauges are read once; what the start loaded is frozen out of
 the garbage collector's full passes), so that no batch waits for them.
 
-Reporting (`observe.Meter`, nothing by default): the batch is counted once step 5 has returned
-(its outputs are acknowledged), a refused commit after step 6, and then the lag of every owned
-partition. A log line of running totals goes out every `PROGRESS_EVERY_S`, and one at the end.
+Reporting (`observe.Meter`, nothing by default): a batch is counted once its outputs are
+acknowledged, a refused commit after step 6, and then the lag of every owned partition. A log
+line of running totals goes out every `PROGRESS_EVERY_S`, and one at the end.
 """
 
 from __future__ import annotations
@@ -35,9 +45,9 @@ import gc
 import logging
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..config import Settings
 from ..errors import ServiceError
@@ -48,7 +58,8 @@ from .route import InputRecord, Output, decode_batch, next_offsets, route
 from .topics import configured_topics
 
 log = logging.getLogger(__name__)
-# Wall time per loop step; "metrics" is the reporting after steps 5 and 6.
+# Wall time per loop step; "deliver" is sending (5) and waiting for acknowledgements (6),
+# "metrics" the reporting.
 STEPS = ("poll", "decode", "engine", "deliver", "commit", "metrics")
 PROGRESS_EVERY_S = 60.0
 
@@ -58,12 +69,16 @@ class Source(Protocol):
     def commit(self, offsets: dict[tuple[str, int], int]) -> bool: ...
     def lags(self) -> dict[tuple[str, int], int]: ...
     def topics(self) -> set[str]: ...
+    def before_revoke(self, settle: Callable[[], None]) -> None: ...
     def close(self) -> None: ...
 
 
 class Sink(Protocol):
+    """`send` returns a handle that `complete` waits on (`KafkaSink.Sent`)."""
+
     def prepare(self, topics: Sequence[str]) -> None: ...
-    def deliver(self, outputs: Sequence[Output]) -> None: ...
+    def send(self, outputs: Sequence[Output]) -> Any: ...
+    def complete(self, sent: Any) -> None: ...
     def close(self) -> None: ...
 
 
@@ -99,6 +114,16 @@ class ServiceStats:
                 f"msgs_per_s={self.records / elapsed:.0f} {busy}")
 
 
+@dataclass(frozen=True, slots=True)
+class _InFlight:
+    """A decided batch whose outputs were sent, not yet acknowledged nor committed."""
+
+    records: list[InputRecord]
+    verdicts: list[Verdict]
+    outputs: list[Output]
+    sent: Any
+
+
 class Service:
     """Runs the loop until `shutdown` is requested; see the module docstring for the steps.
 
@@ -117,6 +142,8 @@ class Service:
         self.metrics = metrics
         self.ready = ready
         self.stats = ServiceStats()
+        self._in_flight: _InFlight | None = None
+        source.before_revoke(self.complete)
 
     def check_topics(self) -> None:
         """Fail at start, naming the topic, when a configured topic does not exist (the producer
@@ -154,7 +181,8 @@ class Service:
         return self.stats
 
     def step(self) -> int:
-        """One batch through steps 1-6; returns the number of records (0: nothing polled)."""
+        """One batch through steps 1-5, then step 6 of the batch in flight before it; returns
+        the number of records (0: nothing polled, and the batch in flight completed)."""
         clock = time.perf_counter
         seconds = self.stats.seconds
         t0 = clock()
@@ -163,8 +191,10 @@ class Service:
         t1 = clock()
         seconds["poll"] += t1 - t0
         if not records:
+            self.complete()  # the input paused: nothing to overlap the wait with
+            t2 = clock()
             self.metrics.set_lag(self.source.lags())  # owned partitions change while idle too
-            seconds["metrics"] += clock() - t1
+            seconds["metrics"] += clock() - t2
             return 0
         # 2. Decode: a message or a dead letter per record.
         decoded = decode_batch(records, self.settings.input,
@@ -177,23 +207,40 @@ class Service:
         seconds["engine"] += t3 - t2
         # 4. Route each record to its topic with the verdict headers.
         outputs = route(records, decoded, verdicts, self.settings.kafka)
-        # 5. Deliver: every output acknowledged by the broker (retries while it is away).
-        self.sink.deliver(outputs)
+        # 5. Send the outputs; the producer sends them while the next batch is decided.
+        sent = self.sink.send(outputs)
         t4 = clock()
         seconds["deliver"] += t4 - t3
-        self._observe(records, verdicts, outputs)
+        # 6. Complete the batch before this one; this one is in flight now.
+        self.complete()
+        self._in_flight = _InFlight(records, verdicts, outputs, sent)
         t5 = clock()
-        # 6. Commit the next offsets, only now.
-        committed = self.source.commit(next_offsets(records))
-        t6 = clock()
-        seconds["commit"] += t6 - t5
+        self.metrics.set_lag(self.source.lags())
+        seconds["metrics"] += clock() - t5
+        return len(records)
+
+    def complete(self) -> None:
+        """Step 6 of the batch in flight, if any: wait until the broker acknowledged every one
+        of its outputs (re-sending what failed), then commit its offsets."""
+        batch, self._in_flight = self._in_flight, None
+        if batch is None:
+            return
+        clock = time.perf_counter
+        seconds = self.stats.seconds
+        t0 = clock()
+        self.sink.complete(batch.sent)
+        t1 = clock()
+        seconds["deliver"] += t1 - t0
+        self._observe(batch.records, batch.verdicts, batch.outputs)
+        t2 = clock()
+        committed = self.source.commit(next_offsets(batch.records))
+        t3 = clock()
+        seconds["commit"] += t3 - t2
         if not committed:
             self.stats.refused_commits += 1
             self.metrics.count_error("commit")
-        self.metrics.set_lag(self.source.lags())
-        seconds["metrics"] += clock() - t6 + t5 - t4
-        self._count(records, verdicts, outputs)
-        return len(records)
+        seconds["metrics"] += clock() - t3 + t2 - t1
+        self._count(batch.records, batch.verdicts, batch.outputs)
 
     def _observe(self, records: Sequence[InputRecord], verdicts: Sequence[Verdict],
                  outputs: Sequence[Output]) -> None:
@@ -214,12 +261,20 @@ class Service:
         s.duplicates += sum(v.is_duplicate for v in verdicts)
         s.replayed += sum(v.replayed for v in verdicts)
 
+    def _complete_last(self) -> None:
+        try:
+            self.complete()
+        except GaveUp as exc:
+            log.warning("shutdown time ran out (%s): the last batch was not committed and will "
+                        "be replayed on restart", exc)
+
     def close(self) -> None:
         """Leave the group, close the producer, checkpoint and close the state. Each is tried
         even when an earlier one fails; the first failure is raised after all were tried."""
         self.ready.set(STATE_OPEN, False, "the service is stopping")
         first: Exception | None = None
-        for what, close in (("consumer", self.source.close), ("producer", self.sink.close),
+        for what, close in (("batch in flight", self._complete_last),
+                            ("consumer", self.source.close), ("producer", self.sink.close),
                             ("engine", self.engine.close)):
             try:
                 close()

@@ -1,9 +1,11 @@
 """The output edge: a kafka-python producer, and delivery of a batch until every record is acked.
 
 The producer is idempotent with ``acks=all`` (kafka-python 3.0's defaults, set explicitly here so
-the guarantee does not hang on a library default). `deliver` returns only when the broker has
-acknowledged every output of the batch, re-sending what failed with backoff, so the service can
-commit input offsets right after it. Each attempt that leaves outputs unacknowledged is one
+the guarantee does not hang on a library default). Delivery is two calls so that the service can
+decide the next batch while the broker acknowledges this one: `send` hands a batch's outputs to
+the producer and returns at once; `complete` returns only when the broker has acknowledged every
+one of them, re-sending what failed with backoff, so the service can commit their input offsets
+right after it. `deliver` is both at once. Each attempt that leaves outputs unacknowledged is one
 `produce` error in the metrics, and makes the broker "not reachable" until a poll succeeds.
 """
 
@@ -11,10 +13,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from kafka import KafkaProducer
 from kafka.errors import KafkaError, KafkaTimeoutError
+from kafka.producer.future import FutureRecordMetadata
 
 from ..config import KafkaSettings
 from .observe import BROKER_REACHABLE, NULL_METER, NULL_READY, Meter, Ready
@@ -25,6 +29,14 @@ from .security import client_security, connect
 log = logging.getLogger(__name__)
 FLUSH_SLICE_S = 1.0  # flush waits in slices so a shutdown request is noticed
 WAIT_LOG_EVERY_S = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """Outputs handed to the producer, each with its future (None: the send itself failed)."""
+
+    outputs: list[Output]
+    futures: list[FutureRecordMetadata | None]
 
 
 class KafkaSink:
@@ -69,39 +81,48 @@ class KafkaSink:
             self.backoff.call(f"reading the partitions of {topic}",
                               lambda t=topic: self.producer.partitions_for(t))
 
-    def deliver(self, outputs: Sequence[Output]) -> None:
-        """Send every output and wait until the broker acknowledged each one.
+    def send(self, outputs: Sequence[Output]) -> Sent:
+        """Hand every output to the producer (it sends them after `kafka.linger_ms`); returns
+        without waiting for the broker."""
+        return Sent(list(outputs), [self._send(o) for o in outputs])
 
-        Failed sends are sent again after a backoff. Raises GaveUp when the service is stopping
-        and its shutdown time ran out first; a non-retriable error (a record over the broker's
-        size limit, a missing topic) is raised as it is.
-        """
-        waiting = list(outputs)
+    def complete(self, sent: Sent) -> None:
+        """Wait until the broker acknowledged every output of `sent`, re-sending failed ones
+        after a backoff. Raises GaveUp when the service is stopping and its shutdown time ran
+        out first; a non-retriable error (a record over the broker's size limit, a missing
+        topic) is raised as it is."""
         delay = self.backoff.first_s
-        while waiting:
-            futures = [(o, self._send(o)) for o in waiting]
-            self._flush()
+        while True:
+            self._await(sent.futures)
             failed: list[Output] = []
             error: BaseException | None = None
-            for o, f in futures:
+            for o, f in zip(sent.outputs, sent.futures, strict=True):
                 if f is None or f.failed():
                     error = f.exception if f is not None else KafkaTimeoutError("send blocked")
                     if not is_retriable(error):
                         self.metrics.count_error("produce")
                         raise error
                     failed.append(o)
-            if failed:
-                self.metrics.count_error("produce")
-                self.ready.set(BROKER_REACHABLE, False, f"delivery failed: {error}")
-                if self.backoff.give_up():
-                    raise GaveUp(f"delivering {len(failed)} outputs")
-                log.warning("delivery failed, re-sending outputs=%d wait_s=%.1f error=%s",
-                            len(failed), delay, error)
-                self.backoff.wait(delay)
-                delay = min(delay * 2, self.backoff.max_s)
-            waiting = failed
+            if not failed:
+                return
+            self.metrics.count_error("produce")
+            self.ready.set(BROKER_REACHABLE, False, f"delivery failed: {error}")
+            if self.backoff.give_up():
+                raise GaveUp(f"delivering {len(failed)} outputs")
+            log.warning("delivery failed, re-sending outputs=%d wait_s=%.1f error=%s",
+                        len(failed), delay, error)
+            self.backoff.wait(delay)
+            delay = min(delay * 2, self.backoff.max_s)
+            sent = self.send(failed)
+            self._flush()
 
-    def _send(self, o: Output):  # -> FutureRecordMetadata | None
+    def deliver(self, outputs: Sequence[Output]) -> None:
+        """`send` and `complete` at once, sending without waiting for `kafka.linger_ms`."""
+        sent = self.send(outputs)
+        self._flush()
+        self.complete(sent)
+
+    def _send(self, o: Output) -> FutureRecordMetadata | None:
         try:
             return self.producer.send(o.topic, value=o.value, key=o.key, headers=o.headers,
                                       partition=o.partition, timestamp_ms=o.timestamp_ms)
@@ -112,16 +133,34 @@ class KafkaSink:
             return None
 
     def _flush(self) -> None:
-        """Flush until every sent record completed (acked, or failed after the producer's own
-        retries), saying so in the log every `WAIT_LOG_EVERY_S` while the broker is away."""
+        """Make every record the producer holds ready to go now (not after `kafka.linger_ms`)
+        and wait until each completed (acked, or failed after the producer's own retries)."""
+        self._waiting(lambda: self.producer.flush(timeout=FLUSH_SLICE_S))
+
+    def _await(self, futures: Sequence[FutureRecordMetadata | None]) -> None:
+        """Wait until each of `futures` completed (acked, or failed after the producer's own
+        retries)."""
+        for f in futures:
+            if f is not None and not f.is_done:
+                self._waiting(lambda f=f: f.get(timeout=FLUSH_SLICE_S), f)
+
+    def _waiting(self, wait: Callable[[], object],
+                 future: FutureRecordMetadata | None = None) -> None:
+        """Call `wait` (which gives up after `FLUSH_SLICE_S` with KafkaTimeoutError) until it
+        returns or `future` completed, so that a shutdown request is noticed meanwhile; says so
+        in the log every `WAIT_LOG_EVERY_S` while the broker is away."""
         started = last_said = time.monotonic()
         while True:
             try:
-                self.producer.flush(timeout=FLUSH_SLICE_S)
+                wait()
                 return
-            except KafkaTimeoutError:
+            except Exception as exc:
+                if future is not None and future.is_done:
+                    return  # it failed: the caller reads its exception
+                if not isinstance(exc, KafkaTimeoutError):
+                    raise
                 if self.backoff.give_up():
-                    raise GaveUp("flushing outputs") from None
+                    raise GaveUp("waiting for the broker to acknowledge outputs") from None
             if time.monotonic() - last_said >= WAIT_LOG_EVERY_S:
                 last_said = time.monotonic()
                 log.warning("outputs not acknowledged yet, still waiting (is the broker away?) "

@@ -6,12 +6,12 @@ batch's commit only after its outputs are acknowledged, and before it polls agai
 carries the latest offsets of every owned partition, so one that failed (the broker away) is
 carried by the next; `close` commits them once more and waits for that answer.
 
-Rebalances need no work of their own here: a rebalance only runs inside `poll`, after the last
-batch's commit was sent to the coordinator (which answers requests in order), so when
-partitions are revoked everything done on them is committed. The listener logs the change and
-drops the revoked partitions' offsets; a commit refused because the group moved on
-(`CommitFailedError`) is logged and dropped, and that batch is replayed by the partitions' next
-owner, safely (the state knows the ids).
+Rebalances: a rebalance only runs inside `poll`. Before partitions are revoked, the listener has
+the service settle (`before_revoke`: its batch in flight is acknowledged and its commit sent to
+the coordinator), so everything done on them is committed when they move. The listener logs the
+change and drops the revoked partitions' offsets; commits carry only owned partitions; a commit
+refused because the group moved on (`CommitFailedError`) is logged and dropped, and that batch is
+replayed by the partitions' next owner, safely (the state knows the ids).
 
 Readiness: "partitions assigned" follows the listener (false while this member owns nothing);
 "broker reachable" turns true after each poll that did not fail and false on one that did.
@@ -46,17 +46,21 @@ _REFUSED = (CommitFailedError, RebalanceInProgressError, IllegalGenerationError,
 
 
 class _Listener(ConsumerRebalanceListener):
-    """Logs each change, tells `owned` what this member owns after it, then `then` (a listener
-    of the caller's: `scope: key` closes and opens partition state there)."""
+    """Before a revocation has the service `settle` its work; logs each change, tells `owned`
+    what this member owns after it, then `then` (a listener of the caller's: `scope: key` closes
+    and opens partition state there)."""
 
     def __init__(self, assignment: Callable[[], set[TopicPartition]],
                  owned: Callable[[set[TopicPartition]], None],
-                 then: ConsumerRebalanceListener | None = None) -> None:
+                 then: ConsumerRebalanceListener | None = None,
+                 settle: Callable[[], None] = lambda: None) -> None:
         self.assignment = assignment
         self.owned = owned
         self.then = then
+        self.settle = settle
 
     def on_partitions_revoked(self, revoked: Sequence[TopicPartition]) -> None:
+        self.settle()
         if revoked:
             log.info("partitions revoked (all done on them is committed) partitions=%s",
                      _names(revoked))
@@ -99,11 +103,13 @@ class KafkaSource:
         self._done: dict[TopicPartition, int] = {}  # next offsets of acknowledged work
         self._refused = 0  # commits refused since `commit` last said so
         self._fatal: Exception | None = None  # a commit failed for good (raised by `commit`)
+        self._settle: Callable[[], None] = lambda: None
         self.consumer: KafkaConsumer = backoff.call(
             "connecting the consumer",
             lambda: connect("connecting the consumer", settings, self._connect))
         self.consumer.subscribe(list(settings.input_topics),
-                                listener=_Listener(self._assignment, self._owned, listener))
+                                listener=_Listener(self._assignment, self._owned, listener,
+                                                   lambda: self._settle()))
         log.info("consumer subscribed topics=%s group=%s bootstrap=%s security=%s",
                  ",".join(settings.input_topics), settings.group_id, settings.bootstrap_servers,
                  describe(settings))
@@ -139,6 +145,11 @@ class KafkaSource:
         self._done = {tp: o for tp, o in self._done.items() if tp in partitions}
         self.ready.set(PARTITIONS_ASSIGNED, bool(partitions),
                        "" if partitions else "this member owns no input partition")
+
+    def before_revoke(self, settle: Callable[[], None]) -> None:
+        """Have `settle` run before partitions are revoked: the service completes its batch in
+        flight there (it runs inside `poll`, on the consumer's I/O thread while `poll` waits)."""
+        self._settle = settle
 
     def topics(self) -> set[str]:
         """Names of the topics the cluster has."""
@@ -192,7 +203,9 @@ class KafkaSource:
         """
         if self._fatal is not None:
             raise self._fatal
-        self._done.update((TopicPartition(t, p), o) for (t, p), o in offsets.items())
+        owned = self._assignment()
+        self._done.update((tp, o) for tp, o in ((TopicPartition(t, p), o)
+                                                for (t, p), o in offsets.items()) if tp in owned)
         if self._done:
             try:
                 self.consumer.commit_async(_request(self._done), callback=self._answered)

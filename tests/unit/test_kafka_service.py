@@ -5,7 +5,7 @@ away. The real broker is in tests/integration."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import pytest
@@ -60,21 +60,29 @@ class FakeSource:
     def topics(self) -> set[str]:
         return {"in", "out", "dups", "dead"}
 
+    def before_revoke(self, settle: Callable[[], None]) -> None:
+        self.settle = settle
+
     def close(self) -> None:
         self.log.append("close source")
 
 
 @dataclass
 class FakeSink:
+    """Keeps what was sent; `complete` ("deliver" in the log) fails with `fail` when set."""
+
     log: list[str]
     fail: BaseException | None = None
     outputs: list[Output] = field(default_factory=list)
 
-    def deliver(self, outputs: Sequence[Output]) -> None:
+    def send(self, outputs: Sequence[Output]) -> list[Output]:
+        self.outputs.extend(outputs)
+        return list(outputs)
+
+    def complete(self, sent: list[Output]) -> None:
         if self.fail is not None:
             raise self.fail
         self.log.append("deliver")
-        self.outputs.extend(outputs)
 
     def close(self) -> None:
         self.log.append("close sink")
@@ -103,6 +111,8 @@ def test_routes_by_verdict_with_headers_and_commits_after_delivery() -> None:
              rec(0, 11, "c", "完全不同的另一条消息内容在这里出现")]
     svc, source, sink = service([batch])
     assert svc.step() == 4
+    assert source.log == []  # in flight: sent, acknowledged and committed with the next poll
+    assert svc.step() == 0
     assert source.log == ["deliver", "commit"]
     assert source.committed == {("in", 0): 12, ("in", 3): 9}
     by_topic = {o.topic: [] for o in sink.outputs}
@@ -127,6 +137,7 @@ def test_duplicates_topic_off_drops_duplicates() -> None:
     svc, _, sink = service([[rec(0, 0, "a", TEXT), rec(0, 1, "b", TEXT)]],
                            duplicates_topic=None)
     svc.step()
+    svc.complete()
     assert [o.kind for o in sink.outputs] == ["unique"]
     assert svc.stats.duplicates == 1
 
@@ -135,9 +146,10 @@ def test_a_replayed_batch_gets_its_first_verdicts_again() -> None:
     store = MemoryStore()
     batch = [rec(0, 0, "a", TEXT), rec(1, 0, "b", TEXT)]
     first, _, sink1 = service([list(batch)], store)
-    first.step()  # crashed after deciding and delivering, before committing: replayed
+    first.step()  # crashed after deciding and sending, before committing: replayed
     again, _, sink2 = service([list(batch)], store)
     again.step()
+    again.complete()
     assert [(o.topic, o.value) for o in sink2.outputs] == [(o.topic, o.value)
                                                            for o in sink1.outputs]
     assert all(as_dict(o.headers)["dedup.replayed"] == "true" for o in sink2.outputs)
@@ -150,11 +162,30 @@ def test_shutdown_while_the_broker_is_away_commits_nothing_and_closes_all() -> N
     sink.fail = GaveUp("delivering 1 outputs")
     svc.shutdown.request()
     svc.shutdown._deadline = 0.0  # the shutdown time has run out
+    assert svc.step() == 1
     with pytest.raises(GaveUp):
-        svc.step()
+        svc.complete()
     assert "commit" not in source.log
     svc.run()  # stopping: closes at once
     assert source.log[-2:] == ["close source", "close sink"]
+
+
+def test_a_batch_is_acknowledged_and_committed_while_the_next_one_is_decided() -> None:
+    svc, source, sink = service([[rec(0, 0, "a", TEXT)], [rec(0, 1, "b", "完全不同的另一条消息")],
+                                 [rec(1, 0, "c", TEXT)]])
+    assert svc.step() == 1 and source.log == [] and len(sink.outputs) == 1
+    assert svc.step() == 1  # the second batch is sent, then the first one completed
+    assert source.log == ["deliver", "commit"] and source.committed == {("in", 0): 1}
+    assert len(sink.outputs) == 2 and svc.stats.records == 1
+    source.settle()  # partitions about to be revoked: the batch in flight is settled first
+    assert source.committed == {("in", 0): 2} and svc.stats.records == 2
+    source.settle()  # nothing in flight: nothing to do
+    assert source.log == ["deliver", "commit"] * 2
+    svc.step()
+    svc.shutdown.request()
+    svc.run()  # stopping completes the batch in flight before closing
+    assert source.log[-4:] == ["deliver", "commit", "close source", "close sink"]
+    assert source.committed == {("in", 0): 2, ("in", 1): 1} and svc.stats.records == 3
 
 
 def test_check_topics_names_the_missing_topic() -> None:

@@ -85,6 +85,7 @@ def test_the_loop_counts_each_acknowledged_batch_refused_commits_and_lag() -> No
     svc, source, r = metered([batch, [rec(0, 2, "a", TEXT)]])
     source.lag = {("in", 0): 5, ("in", 1): 0}
     svc.step()
+    svc.complete()
     v = r.get_sample_value
     assert v("stream_dedup_messages_in_total", {"topic": "in"}) == 4
     assert v("stream_dedup_verdicts_total", {"verdict": "unique"}) == 2
@@ -97,6 +98,7 @@ def test_the_loop_counts_each_acknowledged_batch_refused_commits_and_lag() -> No
     # A replayed record whose commit the group refused; then partition 1 is no longer owned.
     source.refuse, source.lag = True, {("in", 0): 0}
     svc.step()
+    svc.complete()
     assert v("stream_dedup_replayed_total") == 1
     assert v("stream_dedup_errors_total", {"kind": "commit"}) == 1
     assert svc.stats.refused_commits == 1
@@ -121,8 +123,9 @@ def test_an_idle_poll_still_refreshes_the_lag_and_stopping_closes_the_state() ->
 def test_a_failed_delivery_counts_nothing_of_the_batch() -> None:
     svc, source, r = metered([[rec(0, 0, "a", TEXT)]])
     svc.sink.fail = KafkaConnectionError("away")  # type: ignore[attr-defined]
+    assert svc.step() == 1
     with pytest.raises(KafkaConnectionError):
-        svc.step()
+        svc.complete()
     assert r.get_sample_value("stream_dedup_messages_in_total", {"topic": "in"}) == 0
     assert "commit" not in source.log
 
@@ -220,6 +223,10 @@ def test_readiness_follows_assignment_and_polls() -> None:
 # -- the sink, on a fake producer -----------------------------------------------------------
 
 class Future:
+    """A send's future, already completed (the fake producer answers at once)."""
+
+    is_done = True
+
     def __init__(self, error: Exception | None) -> None:
         self.exception = error
 
@@ -267,6 +274,33 @@ def test_each_failed_delivery_attempt_is_one_produce_error() -> None:
     assert meter.kinds == ["produce"] * 3
 
 
+class SlowFuture(Future):
+    """Acknowledged on the second wait; the first one times out."""
+
+    is_done = False
+
+    def __init__(self) -> None:
+        super().__init__(None)
+        self.waits = 0
+
+    def get(self, timeout: float) -> None:
+        self.waits += 1
+        if self.waits == 1:
+            raise KafkaTimeoutError("not yet")
+        self.is_done = True
+
+
+def test_complete_waits_for_each_acknowledgement_without_flushing() -> None:
+    sink = FakeKafkaSink(settings().kafka, Backoff(0.0, 0.0, sleep=lambda _: None))
+    slow = SlowFuture()
+    sink.producer.send = lambda *a, **kw: slow  # type: ignore[method-assign]
+    sink.producer.flush = None  # type: ignore[assignment]  # complete never flushes
+    sent = sink.send([Output("unique", "out", None, b"x", [], NOW_MS)])
+    assert slow.waits == 0  # sending does not wait
+    sink.complete(sent)
+    assert slow.waits == 2 and slow.is_done
+
+
 # -- the progress line, the metrics port, the demo summary ----------------------------------
 
 def test_progress_line_every_period_in_both_log_formats(monkeypatch, caplog) -> None:
@@ -285,7 +319,7 @@ def test_progress_line_every_period_in_both_log_formats(monkeypatch, caplog) -> 
         svc.run()
     lines = [r for r in caplog.records if r.getMessage().startswith(("progress ", "stopped "))]
     assert [r.getMessage().split()[0] for r in lines] == ["progress", "progress", "stopped"]
-    human = logging.Formatter(HUMAN_FORMAT).format(lines[0])
+    human = logging.Formatter(HUMAN_FORMAT).format(lines[1])  # the batch completed
     assert " INFO stream_dedup.kafka.service: progress records=2 unique=1 duplicates=1 " \
         "dead_letters=0 replayed=0 batches=1 refused_commits=0 elapsed_s=" in human
     as_json = json.loads(JsonFormatter().format(lines[-1]))
@@ -334,4 +368,6 @@ def test_without_metrics_the_service_reports_to_the_null_meter() -> None:
     source = FakeSource([[rec(0, 0, "a", TEXT)]])
     svc = Service(s, Engine(s, MemoryStore()), source, FakeSink(source.log), Shutdown(1.0))
     assert svc.metrics is NULL_METER
-    assert svc.step() == 1 and source.log == ["deliver", "commit"]
+    assert svc.step() == 1 and source.log == []
+    svc.complete()
+    assert source.log == ["deliver", "commit"]

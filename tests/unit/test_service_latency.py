@@ -182,6 +182,16 @@ def test_revoked_partitions_are_not_committed_any_more() -> None:
     assert consumer.sent[-1] == {0: 6}
 
 
+def test_before_a_revocation_the_service_settles_and_its_commit_still_counts() -> None:
+    src, consumer, _, _ = committer()
+    src.before_revoke(lambda: src.commit({("in", 1): 8}))  # the batch in flight, completed
+    consumer.listener.on_partitions_revoked([TopicPartition("in", 1)])  # type: ignore[attr-defined]
+    assert consumer.sent == [{1: 8}]
+    consumer.owned.discard(TopicPartition("in", 1))
+    src.commit({("in", 0): 2, ("in", 1): 9})  # a batch that read it before it moved
+    assert consumer.sent[-1] == {0: 2}
+
+
 def test_close_commits_and_waits_then_leaves() -> None:
     src, consumer, _, _ = committer()
     src.commit({("in", 0): 5})
@@ -282,5 +292,6 @@ def test_the_run_freezes_what_was_loaded_and_reads_the_state_before_its_first_ba
 
     src.poll = poll  # type: ignore[method-assign]
     svc.run()
-    assert meter.calls[:2] == [("state", True), ("batch", True)]
+    assert meter.calls[0] == ("state", True) and ("batch", True) in meter.calls
+    assert all(frozen for _, frozen in meter.calls)
     assert svc.stats.records == 1
