@@ -25,20 +25,26 @@ import numpy as np
 
 _U64 = np.uint64
 _GOLDEN = _U64(0x9E3779B97F4A7C15)
-# Bit counting in two 32-bit lanes of a uint64: row j of the shifted hashes holds bits j and
-# j + 32 (a lane overflows only past 2**32 features in one text).
-_LANE_SHIFTS = np.arange(32, dtype=_U64)[:, None]
-_LANE_BITS = _U64(0x0000000100000001)
-_LOW_LANE = _U64(0xFFFFFFFF)
 
 
 def mix64(x: np.ndarray) -> np.ndarray:
     """splitmix64's finalizer: a fast, well-mixed, stable 64-bit hash of uint64 values."""
+    z = x.astype(_U64)  # a copy, mixed in place
+    _mix_in_place(z, np.empty_like(z))
+    return z
+
+
+def _mix_in_place(z: np.ndarray, scratch: np.ndarray) -> None:
+    """`mix64` of uint64 array z, into z (scratch: an array of its shape). In place: a fresh
+    array for each of the ten steps cost twice as much as the arithmetic."""
     with np.errstate(over="ignore"):
-        z = x.astype(_U64) + _GOLDEN
-        z = (z ^ (z >> _U64(30))) * _U64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> _U64(27))) * _U64(0x94D049BB133111EB)
-        return z ^ (z >> _U64(31))
+        z += _GOLDEN
+        for shift, factor in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB)):
+            np.right_shift(z, _U64(shift), out=scratch)
+            z ^= scratch
+            z *= _U64(factor)
+        np.right_shift(z, _U64(31), out=scratch)
+        z ^= scratch
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,9 +104,10 @@ def ngram_hashes(batch: Batch, n: int) -> tuple[np.ndarray, np.ndarray]:
     if n == 1:
         return mix64(codes), owner
     h = np.zeros(max(len(codes) - n + 1, 0), dtype=_U64)
-    with np.errstate(over="ignore"):
-        for i in range(n):  # n is tiny: one vector operation per position in the gram
-            h = mix64(h ^ codes[i : len(codes) - n + 1 + i])
+    scratch = np.empty_like(h)
+    for i in range(n):  # n is tiny: one vector operation per position in the gram
+        h ^= codes[i : len(h) + i]
+        _mix_in_place(h, scratch)
     start = np.arange(len(h))
     inside = start + n <= offsets[owner[: len(h)] + 1] if len(h) else np.zeros(0, bool)
     hashes, owners = h[inside], owner[: len(h)][inside]
@@ -131,16 +138,23 @@ def simhash(batch: Batch, n: int = 1) -> np.ndarray:
 
 def _bit_counts(hashes: np.ndarray, owners: np.ndarray, count: int) -> np.ndarray:
     """(count, 64): how many of each text's hashes have each bit set; owners non-decreasing.
-    Two bits share a uint64 (see _LANE_SHIFTS), so one reduceat over 32 contiguous rows sums
-    all 64: 10x faster than summing a (features, 64) array of unpacked bits down its rows."""
+    Several bits share a uint64 in lanes of `width` bits: row j of the shifted hashes holds bits
+    j, j + width, ..., so one reduceat over `width` contiguous rows sums all 64 (10x faster than
+    summing a (features, 64) array of unpacked bits down its rows). Lanes are as narrow as the
+    most features of one text allow (a lane must not overflow): fewer rows, less memory."""
     ones = np.zeros((count, 64), dtype=np.int64)
     if not len(owners):
         return ones
     starts = np.flatnonzero(run_starts(owners))
-    sums = np.add.reduceat((hashes[None, :] >> _LANE_SHIFTS) & _LANE_BITS, starts, axis=1)
-    texts = owners[starts]
-    ones[texts, :32] = (sums & _LOW_LANE).T
-    ones[texts, 32:] = (sums >> _U64(32)).T
+    most = int(np.diff(starts, append=len(owners)).max())
+    width = next(w for w in (8, 16, 32) if most < 1 << w)
+    lanes = range(0, 64, width)
+    shifts = np.arange(width, dtype=_U64)[:, None]
+    low_bits = _U64(sum(1 << lane for lane in lanes))
+    sums = np.add.reduceat((hashes[None, :] >> shifts) & low_bits, starts, axis=1)
+    texts, mask = owners[starts], _U64((1 << width) - 1)
+    for lane in lanes:
+        ones[texts, lane : lane + width] = ((sums >> _U64(lane)) & mask).T
     return ones
 
 
@@ -195,8 +209,13 @@ def anchors(batch: Batch, n: int, window: int) -> list[np.ndarray]:
         values.append(np.minimum.reduceat(hashes, bounds[nonempty])[short])
         owned_by.append(nonempty[short])
     value, owner = np.concatenate(values), np.concatenate(owned_by)
-    order = np.lexsort((value, owner))
+    # (owner, value) ascending: the values sorted, then a stable sort of their owners, a radix
+    # sort on 16-bit keys where the batch allows: twice as fast as np.lexsort((value, owner)).
+    order = np.argsort(value)
+    keys = owner[order]
+    order = order[np.argsort(keys.astype(np.uint16) if count <= 1 << 16 else keys, kind="stable")]
     value, owner = value[order], owner[order]
     fresh = run_starts(value, owner)
     value, owner = value[fresh], owner[fresh]
-    return np.split(value, np.searchsorted(owner, np.arange(1, count)))
+    ends = np.searchsorted(owner, np.arange(1, count)).tolist()  # slices: np.split is 4x slower
+    return [value[a:b] for a, b in zip([0, *ends], [*ends, len(value)], strict=True)]

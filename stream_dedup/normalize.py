@@ -35,8 +35,9 @@ _TAG_RE = re.compile(r"<[a-zA-Z/!][^<>\n]{0,200}>")
 # Each pattern starts with a literal or a character set, so the regex engine can skip ahead to
 # candidate positions (one alternation of them all was 3x slower).
 _RETWEET = (r"//[ \t]*@[^:：\s]{1,30}[ \t]*[:：]", r"回[复覆][ \t]*@[^:：\s]{1,30}[ \t]*[:：]")
-# The text a platform fills in when a post is forwarded without words of its own.
-_FORWARD = (r"[转轉][发發]微博", r"\brepost\b")
+# The text a platform fills in when a post is forwarded without words of its own. "repost" is
+# the word \brepost\b written literal first (the lookbehind is the leading \b), 40x faster.
+_FORWARD = (r"[转轉][发發]微博", r"repost\b(?<!\wrepost)")
 _NOT_URL = r"[^\s\u3000-\u303f\uff00-\uffef\u4e00-\u9fff]+"
 _URL = (
     r"https?://" + _NOT_URL,
@@ -48,8 +49,11 @@ _MENTION = (r"@[\w\u00b7\-]{1,30}",)
 # ("[哈哈]") or source tags ("[转载]"): short, no nested brackets.
 _TAGS = (r"#[^#\n]{1,40}#", r"【[^【】\n]{0,40}】", r"〖[^〖〗\n]{0,40}〗")
 _BRACKET_TAG = (r"\[[^\[\]\n]{1,10}\]",)
-# Everything but letters and digits (str.isalnum), except the newlines between texts.
-_NOT_CONTENT = r"[^\w\n{keep}]+|_+"
+# Everything but letters and digits (str.isalnum), except the newlines between texts: what is
+# not a word character, then "_" (the word character that is not alphanumeric). Deleting the two
+# in turn deletes what "[^\w\n]+|_+" does, 1.5x faster: the alternation defeats the regex
+# engine's scan for the character set.
+_NOT_CONTENT = r"[^\w\n{keep}]+"
 _SPACES = r"[^\S\n{keep}]+"
 # Between paragraphs when `paragraphs` is on (U+2029 PARAGRAPH SEPARATOR: never content, never
 # the newline that joins a batch). Runs collapse to one; none is left at either end of a text.
@@ -91,7 +95,7 @@ def _nfkc_table() -> dict[int, str]:
 
 
 def _runs_of(codes: list[int]) -> re.Pattern[str]:
-    """A pattern matching runs of the given code points (sorted), as ranges."""
+    """A pattern capturing runs of the given code points (sorted), as ranges."""
     ranges: list[list[int]] = []
     for code in codes:
         if ranges and ranges[-1][1] == code - 1:
@@ -100,25 +104,31 @@ def _runs_of(codes: list[int]) -> re.Pattern[str]:
             ranges.append([code, code])
     parts = (re.escape(chr(lo)) + (f"-{re.escape(chr(hi))}" if hi > lo else "")
              for lo, hi in ranges)
-    return re.compile("[" + "".join(parts) + "]+")
+    return re.compile("([" + "".join(parts) + "]+)")
 
 
 _NFKC_TABLE = _nfkc_table()
 # Most characters of a Chinese text are not in the table; translating only the runs that are
-# costs half of translating the whole batch (a dict lookup for every character).
+# costs half of translating the whole batch (a dict lookup for every character). The pattern
+# captures, so re.split returns the text between runs and the runs alternately.
 _NFKC_RUN_RE = _runs_of(sorted(_NFKC_TABLE))
-
-
-def _nfkc_run(match: re.Match[str]) -> str:
-    return match.group().translate(_NFKC_TABLE)
 
 
 def nfkc(text: str) -> str:
     """NFKC, fast: each character is replaced by its own NFKC form, then the rare string that is
     still not normalized (combining sequences, characters beyond the BMP) is normalized whole.
     NFKC of the per-character forms equals NFKC of the original, so the result is exact."""
-    text = _NFKC_RUN_RE.sub(_nfkc_run, text)
+    parts = _NFKC_RUN_RE.split(text)
+    if len(parts) > 1:
+        # The runs translated in one call, joined by NUL (neither in the table nor in any of its
+        # values): a callback per run (four a message) cost 1.3x more.
+        parts[1::2] = "\0".join(parts[1::2]).translate(_NFKC_TABLE).split("\0")
+        text = "".join(parts)
     return text if unicodedata.is_normalized("NFKC", text) else unicodedata.normalize("NFKC", text)
+
+
+def _drop_underscores(text: str) -> str:
+    return text.replace("_", "")
 
 
 def _tidy_breaks(text: str) -> str:
@@ -158,6 +168,7 @@ class Normalizer:
         keep = PARAGRAPH_BREAK if s.paragraphs else ""
         if s.symbols:
             steps.append(partial(re.compile(_NOT_CONTENT.format(keep=keep)).sub, ""))
+            steps.append(_drop_underscores)
         else:
             steps.append(partial(re.compile(_SPACES.format(keep=keep)).sub, " "))
         if s.paragraphs:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .config import VerifySettings
-from .meaning import added_passage, classify
+from .meaning import MEANING_CLASSES, added_passage, classify
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,11 +48,10 @@ def bigram_sets(texts: Sequence[str]) -> list[frozenset[int]]:
     more than the work on one short text)."""
     codes = np.frombuffer("".join(texts).encode("utf-32-le"), dtype="<u4").astype(np.int64)
     pairs = ((codes[:-1] << 21) | codes[1:]).tolist()
-    singles = codes.tolist()
     out, start = [], 0
     for text in texts:
         end = start + len(text)
-        out.append(frozenset(pairs[start : end - 1] if end - start > 1 else singles[start:end]))
+        out.append(frozenset(pairs[start : end - 1] if end - start > 1 else map(ord, text)))
         start = end
     return out
 
@@ -105,7 +104,8 @@ def verify(a: str, b: str, grams_a: frozenset[int], grams_b: frozenset[int],
     if not how:
         return Check(False, score)
     spans = classify(a, b)
-    changes = sorted({s.kind for s in spans} & settings.meaning_classes)
+    kinds = {s.kind for s in spans}  # settings.meaning_classes builds a set: asked only if needed
+    changes = [] if kinds.isdisjoint(MEANING_CLASSES) else sorted(kinds & settings.meaning_classes)
     if changes:
         return Check(False, score, ",".join(changes))
     if settings.related_passage and added_passage(a, b, spans, settings.min_passage_chars):

@@ -62,6 +62,31 @@ def test_simhash_matches_its_definition() -> None:
     assert simhash(Batch.of(texts)).tolist() == _reference_simhash(texts)
 
 
+def test_simhash_lanes_do_not_overflow() -> None:
+    # One repeated character: every feature votes alike, so the Simhash is that character's
+    # hash. Counts of 255/256 and 65535/65536 features sit at the edges of the lane widths.
+    one = int(ngram_hashes(Batch.of(["的"]), 1)[0][0])
+    for n in (255, 256, 65_535, 65_536):
+        assert simhash(Batch.of(["的" * n, "是"]))[0] == one
+
+
+def _reference_anchors(text: str, n: int, window: int) -> list[int]:
+    """Winnowing by its definition: the distinct minima of every window, ascending."""
+    hashes = ngram_hashes(Batch.of([text]), n)[0].tolist()
+    if not hashes:
+        return []
+    span = min(window, len(hashes))
+    return sorted({min(hashes[i : i + span]) for i in range(len(hashes) - span + 1)})
+
+
+def test_anchors_match_their_definition() -> None:
+    rng = np.random.default_rng(9)
+    texts = ["", "a", "今天天气很好", *("".join(rng.choice(list("的一是不了在人有我他"), k))
+                                      for k in (3, 4, 10, 11, 12, 60, 200))]
+    got = [a.tolist() for a in anchors(Batch.of(texts), 4, 8)]
+    assert got == [_reference_anchors(t, 4, 8) for t in texts]
+
+
 def test_window_minima_match_a_sliding_window() -> None:
     values = np.random.default_rng(2).integers(0, 2**63, 50).astype(np.uint64)
     for window in (1, 2, 3, 5, 8, 9, 50):

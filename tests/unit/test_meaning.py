@@ -68,3 +68,57 @@ def test_bigram_sets_equal_bigrams_one_at_a_time() -> None:
     assert bigram_sets(texts) == [bigrams(t) for t in texts]
     assert bigrams("ab") == frozenset({(ord("a") << 21) | ord("b")})
     assert bigrams("a") == frozenset({ord("a")})
+
+
+def test_word_at_is_the_longest_covering_word_leftmost_first() -> None:
+    from stream_dedup.meaning import _lexicon
+
+    lex = _lexicon()
+
+    def reference(text: str, start: int, end: int) -> str:
+        best = text[start:end]
+        for s in range(max(0, start - 3), start + 1):
+            for e in range(min(len(text), end + 3), end - 1, -1):
+                if e - s > len(best) and lex.is_word(text[s:e]):
+                    best = text[s:e]
+                    break
+        return best
+
+    for text in ("中华人民共和国成立了", "我们今天去北京大学参观", "不是没有办法"):
+        for start in range(len(text)):
+            for end in range(start + 1, min(len(text), start + 3) + 1):
+                assert lex.word_at(text, start, end) == reference(text, start, end)
+
+
+def test_segment_is_jiebas_cut_short_or_long() -> None:
+    import jieba
+
+    from stream_dedup.meaning import _CACHED_CUT, _lexicon
+
+    lex = _lexicon()
+    short = "我们今天去北京大学参观"
+    long_ = short * (_CACHED_CUT // len(short) + 1)
+    for text in (short, short, long_, ""):
+        assert lex.segment(text) == tuple(jieba.lcut(text, HMM=False))
+
+
+def test_opcodes_are_difflibs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled SequenceMatcher aligns exactly as the standard library's."""
+    import difflib
+    import random
+
+    from stream_dedup import meaning
+
+    rng = random.Random(4)
+    pairs = []
+    for _ in range(300):
+        alphabet = rng.choice(["ab", "的一是不了", "abcdef0123"])
+        a = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80)))
+        b = list(a)
+        for _ in range(rng.randint(0, 8)):
+            at = rng.randint(0, len(b))
+            b[at : at + rng.randint(0, 3)] = rng.choice(alphabet) * rng.randint(0, 3)
+        pairs.append((a, "".join(b)))
+    got = [meaning.opcodes(a, b) for a, b in pairs]
+    monkeypatch.setattr(meaning, "SequenceMatcher", difflib.SequenceMatcher)
+    assert got == [meaning.opcodes(a, b) for a, b in pairs]

@@ -13,12 +13,15 @@ pytestmark = pytest.mark.unit
         ("這是繁體字", "这是繁体字"),
         ("好评//@小王: 今天天气很好", "好评小王今天天气很好"[:2] + "今天天气很好"),
         ("转发微博", ""),
+        ("repost 好评", "好评"),
+        ("reposted prerepost repost_", "repostedprerepostrepost"),  # the word only
         ("@张三 你好", "你好"),
         ("#话题# 正文【标签】", "正文"),
         ("看这里 http://t.cn/abc123 很好", "看这里很好"),
         ("太好了[哈哈]😂", "太好了"),
         ("a&nbsp;b<br>c&#65292;d", "abcd"),
         ("零\u200b宽", "零宽"),
+        ("好_评__a", "好评a"),  # "_" is a word character, not content
     ],
 )
 def test_each_decoration_class_is_removed(raw: str, expected: str) -> None:
