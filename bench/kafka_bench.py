@@ -2,17 +2,22 @@
 exact-dedup recipe as the anchor. Prints figures; it is not a timed test.
 
     python bench/kafka_bench.py [--bootstrap 127.0.0.1:9092] [--input FILE] [--rate 2000]
-                                [--seconds 12] [--profile] [--no-quix]
+                                [--seconds 12] [--profile] [--no-quix] [--python-readers]
 
 1. Sustained throughput: the whole stream is in a 6-partition topic first; the service (in this
    process) decides it from the first poll to the last commit. `--profile` runs this phase under
    cProfile and prints where the time goes, by package and by function.
-2. Latency at a fixed offered rate: a feeder process (`stream-dedup produce --rate R`'s code,
-   its producer warmed up before the pacing starts) and `stream-dedup run` as two processes;
-   this process reads the output, duplicates and dead-letter topics and takes (arrival here -
-   input record timestamp) for every record: p50, p99, max, and the same after the first second
-   of input; then the service's batches and time by loop step (its last log line), and how busy
-   the machine's cores were meanwhile (the figures move with whatever else runs on it).
+2. Latency at a fixed offered rate: `stream-dedup run` as a process of its own, fed at the rate
+   by a feeder process (`stream-dedup produce --rate R`'s code, its producer warmed up before
+   the pacing starts) while one `kcat -C` per output, duplicates and dead-letter topic hands
+   this process each record's timestamp: (arrival here - input record timestamp) for every
+   record: p50, p99, max, and the same after the first second of input; then the service's
+   batches and time by loop step (its last log line), and how busy the machine's cores were
+   meanwhile, by process (the figures move with whatever else runs on it). The readers are kcat
+   (librdkafka, C): on 2 shared cores a kafka-python reader took 0.10-0.16 cores from the
+   service and the broker; `--python-readers` reads with kafka-python instead. (A `kcat -P`
+   feeder was tried too: it costs less CPU, but its own p99 from stamp to the broker was
+   31-44 ms against 13 ms for kafka-python's, so it would blur what is measured.)
 3. Anchor: Quix Streams (state with a TTL, from its "State TTL" cookbook: group_by the text so the
    state is scoped by it, then a stateful filter that drops a text seen within the TTL) on the
    same input topic: msgs/s from its first to its last record.
@@ -168,8 +173,74 @@ def print_profile(profiler: cProfile.Profile) -> None:
     st.sort_stats("tottime").print_stats(15)
 
 
-def latency(settings: Settings, lines: list[bytes], rate: float, seconds: float
-            ) -> dict[str, float]:
+class Readers:
+    """Reads the output, duplicates and dead-letter topics from their beginning and notes, for
+    every record, its input timestamp and (arrival here - that timestamp) in ms.
+
+    kcat (librdkafka, C) by default: one `kcat -C` per topic, its records' timestamps read from
+    its stdout by a thread each. With `python=True`, one kafka-python consumer polled in `run`.
+    """
+
+    def __init__(self, bootstrap: str, topics: list[str], python: bool) -> None:
+        self.sent_at: list[int] = []
+        self.lat: list[float] = []
+        self.first = self.last = 0.0
+        self._lock = threading.Lock()
+        self._procs: list[subprocess.Popen] = []
+        self._consumer: KafkaConsumer | None = None
+        if python:
+            # A fetch is answered as soon as one byte is there (fetch_min_bytes 1), so a longer
+            # wait when nothing is (100 ms) delays no record and spares the cores empty fetches.
+            self._consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
+                                           fetch_max_wait_ms=100, fetch_min_bytes=1,
+                                           enable_auto_commit=False)
+            tps = [TopicPartition(t, p) for t in topics
+                   for p in self._consumer.partitions_for_topic(t)]
+            self._consumer.assign(tps)
+            self._consumer.seek_to_beginning(*tps)
+            return
+        for topic in topics:
+            proc = subprocess.Popen(["kcat", "-C", "-b", bootstrap, "-t", topic, "-o", "beginning",
+                                     "-u", "-q", "-f", "%T\n"], stdout=subprocess.PIPE)
+            self._procs.append(proc)
+            threading.Thread(target=self._follow, args=(proc,), daemon=True).start()
+        time.sleep(1.0)  # their metadata and first fetches, before the feeder starts
+
+    def _follow(self, proc: subprocess.Popen) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            now_ms = time.time() * 1000
+            self._note([int(line)], now_ms)
+
+    def _note(self, stamps: list[int], now_ms: float) -> None:
+        with self._lock:
+            self.sent_at.extend(stamps)
+            self.lat.extend(now_ms - t for t in stamps)
+            self.last = time.perf_counter()
+            self.first = self.first or self.last
+
+    def run(self, n: int, deadline: float) -> None:
+        """Until `n` records were read or the deadline passed."""
+        while len(self.lat) < n and time.monotonic() < deadline:
+            if self._consumer is None:
+                time.sleep(0.05)
+                continue
+            for batch in self._consumer.poll(timeout_ms=50).values():
+                self._note([r.timestamp for r in batch], time.time() * 1000)
+
+    def pids(self) -> list[int]:
+        return [p.pid for p in self._procs] or [os.getpid()]
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+        for proc in self._procs:
+            proc.terminate()
+            proc.wait(10)
+
+
+def latency(settings: Settings, lines: list[bytes], rate: float, seconds: float,
+            python_readers: bool) -> dict[str, float]:
     """Phase 2: produce at `rate` into the service (a subprocess); read every output here."""
     k = settings.kafka
     n = min(len(lines), int(rate * seconds))
@@ -185,38 +256,23 @@ def latency(settings: Settings, lines: list[bytes], rate: float, seconds: float
         while "partitions assigned" not in log.read_text(errors="replace"):
             assert service.poll() is None and time.monotonic() < deadline, log.read_text()
             time.sleep(0.2)
-        # A fetch is answered as soon as one byte is there (fetch_min_bytes 1), so a longer
-        # wait when nothing is (100 ms) delays no record; it spares the 2 cores the empty
-        # fetches of a 5 ms wait (this reader's CPU: ~0.1 core instead of ~0.2).
-        reader = KafkaConsumer(bootstrap_servers=k.bootstrap_servers, group_id=None,
-                               fetch_max_wait_ms=100, fetch_min_bytes=1,
-                               enable_auto_commit=False)
-        tps = [TopicPartition(t, p) for t in configured_topics(k)[1:]
-               for p in reader.partitions_for_topic(t)]
-        reader.assign(tps)
-        reader.seek_to_beginning(*tps)
+        readers = Readers(k.bootstrap_servers, configured_topics(k)[1:], python_readers)
         feeder = multiprocessing.get_context("spawn").Process(
             target=feed, args=(k.bootstrap_servers, k.input_topics[0], lines[:n], rate))
         feeder.start()
-        sent_at: list[int] = []  # input timestamps (ms), and their latencies beside them
-        lat: list[float] = []
-        machine, own = cpu_seconds(), cpu_seconds(service.pid)
-        deadline = time.monotonic() + seconds + 60
-        first = last = 0.0
-        while len(lat) < n and time.monotonic() < deadline:
-            for batch in reader.poll(timeout_ms=50).values():
-                now_ms = time.time() * 1000
-                sent_at.extend(r.timestamp for r in batch)
-                lat.extend(now_ms - r.timestamp for r in batch)
-                last = time.perf_counter()
-                first = first or last
+        pids = {"service": [service.pid], "feeder": [feeder.pid], "readers": readers.pids()}
+        machine = cpu_seconds()
+        used = {name: sum(cpu_seconds(p)[0] for p in ps) for name, ps in pids.items()}
+        readers.run(n, time.monotonic() + seconds + 60)
         machine = [b - a for a, b in zip(machine, cpu_seconds(), strict=True)]
-        own = [b - a for a, b in zip(own, cpu_seconds(service.pid), strict=True)]
+        used = {name: sum(cpu_seconds(p)[0] for p in pids[name]) - before
+                for name, before in used.items()}
         feeder.join(30)
-        reader.close()
+        readers.close()
     finally:
         service.send_signal(signal.SIGTERM)
         service.wait(60)
+    lat, sent_at = readers.lat, readers.sent_at
     got = len(lat)
     # Every record counts, the first ones after the service started included; the steady
     # figure leaves out the first second of input (the clients' and the broker's first
@@ -224,15 +280,19 @@ def latency(settings: Settings, lines: list[bytes], rate: float, seconds: float
     start = min(sent_at)
     steady = sorted(v for t, v in zip(sent_at, lat, strict=True) if t >= start + 1000)
     lat.sort()
-    print(f"\n[2] latency at an offered {rate:,.0f} msgs/s: {got:,}/{n:,} records out in "
-          f"{last - first:.1f} s ({got / max(last - first, 1e-9):,.0f} msgs/s); input "
+    clients = "kafka-python" if python_readers else "kcat"
+    print(f"\n[2] latency at an offered {rate:,.0f} msgs/s ({clients} readers): "
+          f"{got:,}/{n:,} records out in {readers.last - readers.first:.1f} s "
+          f"({got / max(readers.last - readers.first, 1e-9):,.0f} msgs/s); input "
           f"timestamp to output: p50 {pick(lat, 0.50):.0f} ms, p99 {pick(lat, 0.99):.0f} ms, "
           f"max {lat[-1]:.0f} ms (after the first second: p50 {pick(steady, 0.50):.0f} ms, "
           f"p99 {pick(steady, 0.99):.0f} ms)")
     print(f"    the service: {stopped_line(log)}")
-    print(f"    CPU meanwhile: the machine {machine[0] / machine[1]:.2f} of {os.cpu_count()} "
-          f"cores busy (every process: this one, the service, the feeder, the broker, and "
-          f"anything else running), the service {own[0] / machine[1]:.2f} cores")
+    cores = {name: seconds / machine[1] for name, seconds in used.items()}
+    print(f"    CPU meanwhile (cores): the machine {machine[0] / machine[1]:.2f} of "
+          f"{os.cpu_count()} busy; the service {cores['service']:.2f}, the feeder "
+          f"{cores['feeder']:.2f}, the readers {cores['readers']:.2f}, the broker and anything "
+          f"else running {machine[0] / machine[1] - sum(cores.values()):.2f}")
     return {"offered": rate, "received": got, "p50_ms": pick(lat, 0.5),
             "p99_ms": pick(lat, 0.99), "max_ms": lat[-1], "steady_p99_ms": pick(steady, 0.99)}
 
@@ -322,6 +382,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, default=12.0, help="length of phase 2")
     p.add_argument("--profile", action="store_true", help="cProfile phase 1")
     p.add_argument("--no-quix", action="store_true", help="skip the Quix Streams anchor")
+    p.add_argument("--python-readers", action="store_true",
+                   help="phase 2 reads the outputs with kafka-python instead of kcat")
     args = p.parse_args(argv)
     import logging
 
@@ -339,7 +401,8 @@ def main(argv: list[str] | None = None) -> int:
         results = {"throughput": throughput(Settings(kafka=k1), lines, args.profile)}
         k2 = topic_settings(bootstrap, f"bench-{tag}-b")
         create_topics(k2, partitions=6)
-        results["latency"] = latency(Settings(kafka=k2), lines, args.rate, args.seconds)
+        results["latency"] = latency(Settings(kafka=k2), lines, args.rate, args.seconds,
+                                     args.python_readers)
         if not args.no_quix:
             results["quix"] = quix(k1, len(lines))
             print(f"\nside by side: stream-dedup {results['throughput']['msgs_per_s']:,.0f} "
