@@ -16,14 +16,32 @@ from .records import Decision, Verdict
 _HEAD = struct.Struct("<qQQBbfHHH")
 _DECISIONS = tuple(Decision)
 _DECISION_CODE = {d: i for i, d in enumerate(_DECISIONS)}
+_SEQ_KEY = struct.Struct(">Q")
+_TTL_KEY = struct.Struct(">QQ")
 
 
 def seq_key(seq: int) -> bytes:
-    return struct.pack(">Q", seq)
+    return _SEQ_KEY.pack(seq)
 
 
 def ttl_key(ts_ms: int, seq: int) -> bytes:
-    return struct.pack(">QQ", max(ts_ms, 0), seq)
+    return _TTL_KEY.pack(ts_ms if ts_ms > 0 else 0, seq)
+
+
+def encode_doc(ts_ms: int, fp: int, text_hash: int, verdict: Verdict, text: str,
+               indexed: bool) -> bytes:
+    """`Doc.encode` without building the Doc: the engine writes one for every message."""
+    ident = verdict.id.encode()
+    matched = verdict.matched_id.encode() if verdict.matched_id else b""
+    guard = verdict.guard.encode() if verdict.guard else b""
+    head = _HEAD.pack(
+        ts_ms, fp, text_hash,
+        _DECISION_CODE[verdict.decision] | (0x80 if indexed else 0),
+        -1 if verdict.distance is None else verdict.distance,
+        math.nan if verdict.similarity is None else verdict.similarity,
+        len(ident), len(matched), len(guard),
+    )
+    return head + ident + matched + guard + verdict.reason.encode() + b"\x00" + text.encode()
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,18 +58,8 @@ class Doc:
     indexed: bool
 
     def encode(self) -> bytes:
-        v = self.verdict
-        ident = v.id.encode()
-        matched = v.matched_id.encode() if v.matched_id else b""
-        guard = v.guard.encode() if v.guard else b""
-        head = _HEAD.pack(
-            self.ts_ms, self.fp, self.text_hash,
-            _DECISION_CODE[v.decision] | (0x80 if self.indexed else 0),
-            -1 if v.distance is None else v.distance,
-            math.nan if v.similarity is None else v.similarity,
-            len(ident), len(matched), len(guard),
-        )
-        return head + ident + matched + guard + v.reason.encode() + b"\x00" + self.text.encode()
+        return encode_doc(self.ts_ms, self.fp, self.text_hash, self.verdict, self.text,
+                          self.indexed)
 
     @staticmethod
     def peek(data: bytes) -> tuple[str, int, str]:

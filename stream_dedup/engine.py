@@ -15,14 +15,17 @@ Per message, in order:
    exact duplicate (its text is in the tables already).
 Expiry runs before each batch: messages older than the window (event time, behind the newest
 seen) leave every table, oldest first, so the state stays bounded under an endless stream.
+Python's cyclic garbage collector is paused while a batch is decided (`_collector_paused`).
 """
 
 from __future__ import annotations
 
+import gc
 import struct
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,7 +34,7 @@ from . import fingerprint as fpr
 from . import meaning, scope
 from .config import Settings
 from .decide import Candidate, closest_verdict, rank_key, unique
-from .docs import Doc, seq_key, ttl_key
+from .docs import Doc, encode_doc, seq_key, ttl_key
 from .exact import ExactMatch, ExactStage, exact_key, exact_value, text_hash
 from .expiry import expire
 from .index.layout import make_layout
@@ -141,6 +144,10 @@ class Engine:
         """Decide a batch, in order, and make the decisions durable before returning them."""
         if not messages:
             return []
+        with _collector_paused():
+            return self._process(messages)
+
+    def _process(self, messages: Sequence[Message]) -> list[Verdict]:
         clock = time.perf_counter
         seconds = self.stats.stage_seconds
         t0 = clock()
@@ -312,17 +319,18 @@ class Engine:
         """Write the batch's state in one atomic write."""
         writes = WriteSet()
         tables.stage(writes)
+        ops = writes.ops  # appended directly: ~4 ops a message
         for p in fresh:
-            v = p.verdict
-            doc = Doc(p.seq, p.msg.timestamp_ms, p.fp, p.hash, v, p.text if p.indexed else "",
-                      p.indexed)
+            m, v = p.msg, p.verdict
             key = seq_key(p.seq)
-            writes.put("docs", key, doc.encode())
-            writes.put("ids", p.msg.id.encode(), key)
-            writes.put("ttl", ttl_key(p.msg.timestamp_ms, p.seq), b"")
+            ops += (("docs", key, encode_doc(m.timestamp_ms, p.fp, p.hash, v,
+                                             p.text if p.indexed else "", p.indexed)),
+                    ("ids", m.id.encode(), key),
+                    ("ttl", ttl_key(m.timestamp_ms, p.seq), b""))
             if v.decision is not Decision.EXACT:
-                writes.put("exact", exact_key(p.hash), exact_value(p.seq, p.msg.id))
-            self._max_ts = max(self._max_ts, p.msg.timestamp_ms)
+                ops.append(("exact", exact_key(p.hash), exact_value(p.seq, m.id)))
+        if fresh:
+            self._max_ts = max(self._max_ts, max(p.msg.timestamp_ms for p in fresh))
         by_id = {p.msg.id: p.verdict for p in fresh}
         for p in pending:
             if p.verdict is None:  # a repeat of an id first seen earlier in this batch
@@ -347,6 +355,22 @@ def _per_message(by_row: dict[int, list[tuple[int, int, int]]], owner: np.ndarra
             if best is None or rank_key(cand) < rank_key(best):
                 merged[i][cand[0]] = cand
     return [sorted(m.values(), key=rank_key)[:limit] for m in merged]
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a batch is decided. A batch holds ~10
+    short-lived containers a message (write ops, candidates) until its write, so the collector
+    ran every ~70 messages and re-examined all of them each time (5-7% of the engine's time);
+    reference counting frees them when the batch ends, and the next collection finds little."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _replayed(first: Verdict) -> Verdict:

@@ -1,5 +1,6 @@
 """The engine on the in-memory store (the contract double) and on real RocksDB files."""
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,28 @@ def test_expiry_forgets_old_messages_and_bounds_state() -> None:
     assert max(sizes[1:]) <= sizes[1] * 1.5  # bounded, not growing with the stream
     later = run(engine, [BASE], start=9000)[0]
     assert later.decision is Decision.UNIQUE  # its first copy left the window
+
+
+def test_collector_paused_only_during_a_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = Engine(Settings(), MemoryStore())
+    seen = []
+    normalize = engine._normalizer.normalize_batch
+    monkeypatch.setattr(engine._normalizer, "normalize_batch",
+                        lambda texts: seen.append(gc.isenabled()) or normalize(texts))
+    run(engine, [BASE])
+    assert seen == [False] and gc.isenabled()
+
+    def fail(texts: list[str]) -> list[str]:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(engine._normalizer, "normalize_batch", fail)
+    with pytest.raises(RuntimeError):
+        run(engine, [BASE], start=1)
+    assert gc.isenabled()  # also after a failed batch
+    monkeypatch.setattr(engine._normalizer, "normalize_batch", normalize)
+    gc.disable()
+    try:
+        run(engine, [BASE], start=2)
+        assert not gc.isenabled()  # a caller's choice is left alone
+    finally:
+        gc.enable()

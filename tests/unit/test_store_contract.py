@@ -44,3 +44,15 @@ def test_rocksdb_directory_is_owner_only(tmp_path: Path) -> None:
     s = open_store("rocksdb", str(tmp_path / "s"))
     s.close()
     assert (tmp_path / "s").stat().st_mode & 0o077 == 0
+
+
+def test_rocksdb_memtable_bloom_only_where_lookups_miss(tmp_path: Path) -> None:
+    s = open_store("rocksdb", str(tmp_path / "s"))
+    s.close()
+    text = max((tmp_path / "s").glob("OPTIONS-*")).read_text()
+    filtered = {
+        section.split('"')[1]
+        for section in text.split("[CFOptions ")[1:]
+        if "memtable_whole_key_filtering=true" in section
+    }
+    assert filtered == {"anchors", "blocks", "ids"}
