@@ -67,12 +67,21 @@ def _check_nothing_lost(settings, topics, lines) -> tuple[int, int]:
     return twice, len(emitted)
 
 
-def test_kill9_the_service_three_times(kafka_bootstrap, unique_topic, tmp_path):
-    _, lines = stream_lines(20_000)
-    topics = make_topics(unique_topic, input_partitions=1)
-    settings = service_settings(kafka_bootstrap, topics, f"crash-{uuid.uuid4().hex[:8]}",
-                                poll_batch_size=500)
+def _preloaded(kafka_bootstrap, unique_topic, records: int, partitions: int, group: str,
+               **kafka: object):
+    """(lines, topics, settings): `records` lines of the stream already in a fresh input topic
+    of `partitions`, and settings for a fresh group named after `group`."""
+    _, lines = stream_lines(records)
+    topics = make_topics(unique_topic, input_partitions=partitions)
+    settings = service_settings(kafka_bootstrap, topics, f"{group}-{uuid.uuid4().hex[:8]}",
+                                **kafka)
     produce(kafka_bootstrap, topics["input"], lines)
+    return lines, topics, settings
+
+
+def test_kill9_the_service_three_times(kafka_bootstrap, unique_topic, tmp_path):
+    lines, topics, settings = _preloaded(kafka_bootstrap, unique_topic, 20_000, 1, "crash",
+                                         poll_batch_size=500)
     state, log = tmp_path / "state", tmp_path / "service.log"
     rng = random.Random()
     points = sorted((rng.randint(2_000, 18_000) for _ in range(3)), reverse=True)
@@ -103,11 +112,8 @@ def test_a_second_member_joins_mid_run_and_the_revoked_work_is_committed(
     committed), so the partitions move with nothing pending: nothing is lost and nothing is
     emitted twice. Each member has its own index (scope process), so which copies are caught
     across members is not checked here."""
-    _, lines = stream_lines(30_000)
-    topics = make_topics(unique_topic, input_partitions=6)
-    settings = service_settings(kafka_bootstrap, topics, f"join-{uuid.uuid4().hex[:8]}",
-                                poll_batch_size=200)
-    produce(kafka_bootstrap, topics["input"], lines)
+    lines, topics, settings = _preloaded(kafka_bootstrap, unique_topic, 30_000, 6, "join",
+                                         poll_batch_size=200)
     first_log, second_log = tmp_path / "first.log", tmp_path / "second.log"
     first = start_service(settings, tmp_path / "first", first_log)
     second = None
@@ -137,11 +143,8 @@ def test_a_second_member_joins_mid_run_and_the_revoked_work_is_committed(
 
 
 def test_broker_killed_and_restarted_mid_run(kafka_bootstrap, unique_topic, tmp_path):
-    _, lines = stream_lines(12_000)
-    topics = make_topics(unique_topic, input_partitions=1)
-    settings = service_settings(kafka_bootstrap, topics, f"broker-{uuid.uuid4().hex[:8]}",
-                                poll_batch_size=200)
-    produce(kafka_bootstrap, topics["input"], lines)
+    lines, topics, settings = _preloaded(kafka_bootstrap, unique_topic, 12_000, 1, "broker",
+                                         poll_batch_size=200)
     log = tmp_path / "service.log"
     proc = start_service(settings, tmp_path / "state", log)
     script = ["bash", str(REPO / "deploy" / "kafka.sh")]
