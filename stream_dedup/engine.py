@@ -254,10 +254,14 @@ class Engine:
         probe = BatchProbe(self.store, self._layout, s.index.anchor_postings,
                            s.index.anchors_stored)
         seqs = np.fromiter((p.seq for p in near), dtype=np.uint64, count=len(near))
-        first_row = np.searchsorted(owner, np.arange(len(near)))
-        row_anchors = [np.zeros(0, np.uint64)] * len(owner)
-        for i, row in enumerate(first_row.tolist()):  # a message's anchors go with its first row
-            row_anchors[row] = anchors[i]
+        # A message's anchors go with its first row (every message has one or more rows).
+        if len(owner) == len(near):
+            first_row, row_anchors = np.arange(len(near)), anchors
+        else:
+            first_row = np.searchsorted(owner, np.arange(len(near)))
+            row_anchors = [np.zeros(0, np.uint64)] * len(owner)
+            for i, row in enumerate(first_row.tolist()):
+                row_anchors[row] = anchors[i]
         found = probe.run(fps, seqs[owner], row_anchors, s.index.candidate_distance,
                           s.index.max_candidates)
         self.stats.candidates += found.considered
@@ -343,7 +347,11 @@ class Engine:
 def _per_message(by_row: dict[int, list[tuple[int, int, int]]], owner: np.ndarray,
                  seqs: np.ndarray, limit: int) -> list[list[tuple[int, int, int]]]:
     """Candidates of each message from those of its fingerprint rows: the message itself left
-    out, each candidate once with its best (most shared anchors, then nearest) row."""
+    out, each candidate once with its best (most shared anchors, then nearest) row. With one row
+    per message (row i is message i) a row's candidates are that already: each once, best first."""
+    if len(owner) == len(seqs):
+        return [[cand for cand in by_row.get(i, ()) if cand[0] != own]
+                for i, own in enumerate(seqs.tolist())]
     merged: list[dict[int, tuple[int, int, int]]] = [{} for _ in range(len(seqs))]
     for row, cands in by_row.items():
         i = int(owner[row])

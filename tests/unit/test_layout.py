@@ -24,6 +24,17 @@ def test_keys_are_the_block_bits() -> None:
     assert keys[:, 0].tolist() == [0xDEF0, 0x9ABC, 0x5678, 0x1234]
 
 
+def test_permuted_keys_pack_their_blocks_high_first() -> None:
+    layout = Layout.permuted(2, 4)  # blocks of 16 bits, tables of two blocks
+    fps = np.array([0x123456789ABCDEF0, 0, 2**64 - 1], dtype=np.uint64)
+    blocks = [(int(fp) >> (16 * b)) & 0xFFFF for fp in fps for b in range(4)]
+    want = [[(blocks[4 * i + hi] << 16) | blocks[4 * i + lo] for i in range(3)]
+            for hi, lo in ((0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3))]
+    assert [tuple(t) for t in layout.tables] == [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]
+    assert layout.keys(fps).tolist() == want
+    assert layout.keys(fps[:0]).shape == (6, 0)
+
+
 def test_bad_layout_is_refused() -> None:
     with pytest.raises(ValueError, match="k="):
         Layout.permuted(5, 5)
