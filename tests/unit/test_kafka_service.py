@@ -14,10 +14,11 @@ from kafka.errors import KafkaConnectionError, KafkaError
 from stream_dedup.config import KafkaSettings, Settings, settings_from_dict
 from stream_dedup.engine import Engine
 from stream_dedup.errors import ConfigError
-from stream_dedup.kafka.headers import as_dict
+from stream_dedup.kafka.headers import as_dict, kept, verdict_headers
 from stream_dedup.kafka.retry import Backoff, GaveUp, Shutdown
 from stream_dedup.kafka.route import Output
 from stream_dedup.kafka.service import Service
+from stream_dedup.records import Decision, Verdict
 from stream_dedup.state import MemoryStore
 
 pytestmark = pytest.mark.unit
@@ -237,3 +238,20 @@ def test_kafka_settings_from_the_environment() -> None:
     s = settings_from_dict({}, environ={"STREAM_DEDUP__KAFKA__INPUT_TOPICS": "[a, b]",
                                         "STREAM_DEDUP__KAFKA__DUPLICATES_TOPIC": "null"})
     assert s.kafka.input_topics == ("a", "b") and s.kafka.duplicates_topic is None
+
+
+def test_headers_are_built_in_order_with_their_exact_bytes() -> None:
+    near = Verdict("b", Decision.NEAR, "near: distance 2, similarity 0.91", "a", 2, 0.91236,
+                   "number,date", True)
+    assert verdict_headers(near) == [
+        ("dedup.verdict", b"near"), ("dedup.reason", b"near: distance 2, similarity 0.91"),
+        ("dedup.matched_id", b"a"), ("dedup.distance", b"2"), ("dedup.similarity", b"0.9124"),
+        ("dedup.guard", b"number,date"), ("dedup.replayed", b"true")]
+    unique = verdict_headers(Verdict("c", Decision.UNIQUE, "unique"))
+    assert unique == [("dedup.verdict", b"unique"), ("dedup.reason", b"unique")]
+    unique.append(("x", b"y"))  # each record's list is its own
+    assert verdict_headers(Verdict("d", Decision.UNIQUE, "unique"))[-1] == ("dedup.reason",
+                                                                             b"unique")
+    own = [("trace", b"1"), ("dedup.verdict", b"old"), ("b", b"")]
+    assert kept(own) == [("trace", b"1"), ("b", b"")] and len(own) == 3
+    assert kept(None) == kept(()) == [] and kept([]) is not kept([])
