@@ -2,22 +2,22 @@
 exact-dedup recipe as the anchor. Prints figures; it is not a timed test.
 
     python bench/kafka_bench.py [--bootstrap 127.0.0.1:9092] [--input FILE] [--rate 2000]
-                                [--seconds 12] [--profile] [--no-quix] [--python-readers]
+                                [--seconds 12] [--profile] [--no-quix] [--python-clients]
 
 1. Sustained throughput: the whole stream is in a 6-partition topic first; the service (in this
    process) decides it from the first poll to the last commit. `--profile` runs this phase under
    cProfile and prints where the time goes, by package and by function.
 2. Latency at a fixed offered rate: `stream-dedup run` as a process of its own, fed at the rate
-   by a feeder process (`stream-dedup produce --rate R`'s code, its producer warmed up before
-   the pacing starts) while one `kcat -C` per output, duplicates and dead-letter topic hands
-   this process each record's timestamp: (arrival here - input record timestamp) for every
-   record: p50, p99, max, and the same after the first second of input; then the service's
-   batches and time by loop step (its last log line), and how busy the machine's cores were
-   meanwhile, by process (the figures move with whatever else runs on it). The readers are kcat
-   (librdkafka, C): on 2 shared cores a kafka-python reader took 0.10-0.16 cores from the
-   service and the broker; `--python-readers` reads with kafka-python instead. (A `kcat -P`
-   feeder was tried too: it costs less CPU, but its own p99 from stamp to the broker was
-   31-44 ms against 13 ms for kafka-python's, so it would blur what is measured.)
+   by `kcat -P` (paced by a small Python process that writes it one line at a time) while one
+   `kcat -C` per output, duplicates and dead-letter topic hands this process each record's
+   timestamp: (arrival here - input record timestamp) for every record: p50, p99, max, and the
+   same after the first second of input; then the service's batches and time by loop step (its
+   last log line), and how busy the machine's cores were meanwhile, by process (the figures move
+   with whatever else runs on it). The clients are kcat (librdkafka, C) because on 2 shared
+   cores a kafka-python feeder and reader took 0.40-0.50 cores from the service and the broker;
+   in production they run elsewhere. On an empty path (feeder straight to reader, no service)
+   both kinds add the same: p50 8-9 ms, p99 16 ms after the first second. `--python-clients`
+   feeds with `stream-dedup produce --rate R`'s code and reads with kafka-python instead.
 3. Anchor: Quix Streams (state with a TTL, from its "State TTL" cookbook: group_by the text so the
    state is scoped by it, then a stateful filter that drops a text seen within the TTL) on the
    same input topic: msgs/s from its first to its last record.
@@ -241,7 +241,7 @@ class Readers:
 
 
 def latency(settings: Settings, lines: list[bytes], rate: float, seconds: float,
-            python_readers: bool) -> dict[str, float]:
+            python_clients: bool) -> dict[str, float]:
     """Phase 2: produce at `rate` into the service (a subprocess); read every output here."""
     k = settings.kafka
     n = min(len(lines), int(rate * seconds))
@@ -257,9 +257,10 @@ def latency(settings: Settings, lines: list[bytes], rate: float, seconds: float,
         while "partitions assigned" not in log.read_text(errors="replace"):
             assert service.poll() is None and time.monotonic() < deadline, log.read_text()
             time.sleep(0.2)
-        readers = Readers(k.bootstrap_servers, configured_topics(k)[1:], python_readers)
+        readers = Readers(k.bootstrap_servers, configured_topics(k)[1:], python_clients)
         feeder = multiprocessing.get_context("spawn").Process(
-            target=feed, args=(k.bootstrap_servers, k.input_topics[0], lines[:n], rate))
+            target=feed, args=(k.bootstrap_servers, k.input_topics[0], lines[:n], rate,
+                               python_clients))
         feeder.start()
         pids = {"service": [service.pid], "feeder": [feeder.pid], "readers": readers.pids()}
         machine = cpu_seconds()
@@ -281,8 +282,8 @@ def latency(settings: Settings, lines: list[bytes], rate: float, seconds: float,
     start = min(sent_at)
     steady = sorted(v for t, v in zip(sent_at, lat, strict=True) if t >= start + 1000)
     lat.sort()
-    clients = "kafka-python" if python_readers else "kcat"
-    print(f"\n[2] latency at an offered {rate:,.0f} msgs/s ({clients} readers): "
+    clients = "kafka-python" if python_clients else "kcat"
+    print(f"\n[2] latency at an offered {rate:,.0f} msgs/s ({clients} feeder and readers): "
           f"{got:,}/{n:,} records out in {readers.last - readers.first:.1f} s "
           f"({got / max(readers.last - readers.first, 1e-9):,.0f} msgs/s); input "
           f"timestamp to output: p50 {pick(lat, 0.50):.0f} ms, p99 {pick(lat, 0.99):.0f} ms, "
@@ -300,25 +301,42 @@ def latency(settings: Settings, lines: list[bytes], rate: float, seconds: float,
 
 def cpu_seconds(pid: int | None = None) -> list[float]:
     """[busy CPU seconds, wall seconds] of the machine (all cores, from /proc/stat), or of
-    process `pid` (user + system)."""
+    process `pid` (user + system, its children that it waited for included: the feeder's kcat)."""
     tick = os.sysconf("SC_CLK_TCK")
     if pid is None:
         v = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
         return [(sum(v) - v[3] - v[4]) / tick, time.monotonic()]
     f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return [(int(f[11]) + int(f[12])) / tick, time.monotonic()]
+    return [sum(int(x) for x in f[11:15]) / tick, time.monotonic()]
 
 
-def feed(bootstrap: str, topic: str, lines: list[bytes], rate: float) -> None:
-    """Phase 2's input, in a process of its own: what `stream-dedup produce --rate` does, with
-    the producer told where the topic lives before the pacing clock starts (else its first send
-    waits for that, and the records due meanwhile go out in one burst: not a fixed rate)."""
-    producer = new_producer(bootstrap)
-    try:
-        producer.partitions_for(topic)
-        send_lines(producer, topic, lines, "id", rate)
-    finally:
-        producer.close()
+def feed(bootstrap: str, topic: str, lines: list[bytes], rate: float, python: bool) -> None:
+    """Phase 2's input, in a process of its own, keyed by the id field, paced to `rate` records
+    a second. `kcat -P` by default: it starts (metadata, connections) for a second before the
+    pacing clock starts and stamps each record when it reads its line. With `python`: what
+    `stream-dedup produce --rate` does, its producer told where the topic lives first."""
+    if python:
+        producer = new_producer(bootstrap)
+        try:
+            producer.partitions_for(topic)
+            send_lines(producer, topic, lines, "id", rate)
+        finally:
+            producer.close()
+        return
+    kcat = subprocess.Popen(["kcat", "-P", "-b", bootstrap, "-t", topic, "-K", "\t", "-q",
+                             "-X", "linger.ms=5"], stdin=subprocess.PIPE)
+    assert kcat.stdin is not None
+    time.sleep(1.0)
+    started = time.perf_counter()
+    for n, line in enumerate(lines):
+        ahead = started + n / rate - time.perf_counter()
+        if ahead > 0.001:
+            time.sleep(ahead)
+        kcat.stdin.write(str(json.loads(line)["id"]).encode() + b"\t" + line + b"\n")
+        kcat.stdin.flush()
+    kcat.stdin.close()
+    if kcat.wait(60):
+        raise RuntimeError(f"kcat -P exited with {kcat.returncode}")
 
 
 def pick(ordered: list[float], q: float) -> float:
@@ -383,8 +401,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, default=12.0, help="length of phase 2")
     p.add_argument("--profile", action="store_true", help="cProfile phase 1")
     p.add_argument("--no-quix", action="store_true", help="skip the Quix Streams anchor")
-    p.add_argument("--python-readers", action="store_true",
-                   help="phase 2 reads the outputs with kafka-python instead of kcat")
+    p.add_argument("--python-clients", action="store_true",
+                   help="phase 2 feeds and reads with kafka-python instead of kcat")
     args = p.parse_args(argv)
     import logging
 
@@ -403,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
         k2 = topic_settings(bootstrap, f"bench-{tag}-b")
         create_topics(k2, partitions=6)
         results["latency"] = latency(Settings(kafka=k2), lines, args.rate, args.seconds,
-                                     args.python_readers)
+                                     args.python_clients)
         if not args.no_quix:
             results["quix"] = quix(k1, len(lines))
             print(f"\nside by side: stream-dedup {results['throughput']['msgs_per_s']:,.0f} "
