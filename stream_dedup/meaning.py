@@ -143,10 +143,9 @@ class _Lexicon:
         """Every dictionary word covering text[start:end] (reaching at most 3 characters beyond
         it on either side), and the span itself."""
         found = [text[start:end]]
-        freq = self.freq  # is_word inlined: up to 16 look-ups a call
         for s in range(max(0, start - 3), start + 1):
             for e in range(end, min(len(text), end + 3) + 1):
-                if e - s > end - start and freq.get(text[s:e], 0) > 0:
+                if e - s > end - start and self.is_word(text[s:e]):
                     found.append(text[s:e])
         return found
 
