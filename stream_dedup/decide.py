@@ -15,7 +15,7 @@ from .records import Decision, Verdict
 from .verify import similarity, verify
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen init costs 4x, made per pair
 class Candidate:
     """An earlier message the index proposed: what verification reads of it."""
 

@@ -23,7 +23,7 @@ from .config import VerifySettings
 from .meaning import MEANING_CLASSES, added_passage, classify
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen init costs 4x, made per pair
 class Check:
     """The outcome of verifying one pair: duplicate or not, the similarity, the guard that spoke."""
 

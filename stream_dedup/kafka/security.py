@@ -116,6 +116,35 @@ logging.getLogger("kafka").addHandler(WATCH)
 T = TypeVar("T")
 
 
+def _keep_data_read_before_eof() -> None:
+    """Make kafka-python hand over the bytes it read just before the broker closed the socket.
+
+    kafka-python 3.0's `KafkaTCPTransport._read_from_sock` aborts as soon as `_sock_recv`
+    returns an error and drops the data read in the same pass. A broker refusing a SASL login
+    sends the SaslAuthenticate error and closes the connection right after it, so a client that
+    reads late (any busy machine) finds both at once, loses the error and sees only a retriable
+    "socket disconnected": the wrong password is then retried, never named. Here such data is
+    returned first; the socket stays readable at EOF, so the next pass reports the error.
+    """
+    from kafka.net import transport
+
+    for cls in (transport.KafkaTCPTransport, transport.KafkaSSLTransport):
+        recv = cls.__dict__.get("_sock_recv")
+        if recv is None or getattr(recv, "keeps_data_before_eof", False):
+            continue
+
+        def sock_recv(self: Any, recv: Callable[[Any], tuple[bytes, Exception | None]] = recv
+                      ) -> tuple[bytes, Exception | None]:
+            data, err = recv(self)
+            return (data, None) if data and err is not None else (data, err)
+
+        sock_recv.keeps_data_before_eof = True  # type: ignore[attr-defined]
+        cls._sock_recv = sock_recv  # type: ignore[method-assign]
+
+
+_keep_data_read_before_eof()
+
+
 def connect(what: str, k: KafkaSettings, make: Callable[[], T]) -> T:
     """Make a kafka-python client; a refused login or an untrusted broker certificate becomes a
     ServiceError naming the cause (not retried: waiting does not fix a password)."""
