@@ -48,7 +48,7 @@ def run_eval(args: argparse.Namespace, settings: Settings) -> int:
                 ours.close()
     if args.compare:
         anchors: list[Detector] = [MinHashLSHDetector(0.4), MinHashLSHDetector(0.5),
-                                   SimhashPackageDetector()]
+                                   SimhashPackageDetector(), MinHashLSHDetector(0.4, True)]
         for detector in anchors:
             found.rows.append(run(detector, labelled, settings.engine.batch_size,
                                   _progress(detector.name)))

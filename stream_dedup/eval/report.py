@@ -22,8 +22,9 @@ _CURVE_HEADER = ["method", "P@k", "R@k", "F1@k", "best F1", "at t", "P", "R", "h
 
 
 def render_text(rows: Sequence[Row], curves: Sequence[Curve] = (), k: int = 3) -> str:
-    """The scores table, then per-kind recall, then stage throughput when any row has it, then
-    the fingerprint-alone scores when strategies were compared."""
+    """The scores table, then per-kind recall, then stage throughput when any row has it, the
+    first row's speed as a multiple of each other's, then the fingerprint-alone scores when
+    strategies were compared."""
     summary = _table(
         ["method", "P", "R", "F1", "msgs/s", "hard-neg flagged"],
         [
@@ -51,6 +52,10 @@ def render_text(rows: Sequence[Row], curves: Sequence[Curve] = (), k: int = 3) -
             [row.method, *(_rate(row.stage_msgs_per_s.get(s)) for s in stages)] for row in rows
         ]
         sections.append("msgs/s per stage\n" + _table(["method", *stages], cells))
+    if len(rows) > 1 and rows[0].msgs_per_s:
+        sections.append(f"{rows[0].method} speed against each: " + ", ".join(
+            f"{row.method} {rows[0].msgs_per_s / row.msgs_per_s:.2f}x"
+            for row in rows[1:] if row.msgs_per_s))
     if curves:
         sections.append(f"fingerprint alone: a duplicate when the nearest earlier message is "
                         f"within t bits (k = {k}; no anchors, no verification)\n"

@@ -21,6 +21,7 @@ def _messages(*texts: str) -> list[Message]:
 ANCHORS: list[Callable[[], Detector]] = [
     lambda: MinHashLSHDetector(0.4),
     lambda: MinHashLSHDetector(0.5),
+    lambda: MinHashLSHDetector(0.4, fast_hash=True),
     SimhashPackageDetector,
 ]
 
@@ -47,6 +48,7 @@ def test_minhash_sees_through_punctuation_and_width() -> None:
 def test_names_and_no_stage_timings() -> None:
     assert MinHashLSHDetector(0.4).name == "datasketch-0.4"
     assert MinHashLSHDetector(0.5).name == "datasketch-0.5"
+    assert MinHashLSHDetector(0.4, fast_hash=True).name == "datasketch-0.4-xxh32"
     assert SimhashPackageDetector().name == "simhash-pkg"
     assert not isinstance(MinHashLSHDetector(0.4), StageTimed)
 
