@@ -142,7 +142,7 @@ class StateSettings:
 class EngineSettings:
     """Batching of the hot path."""
 
-    batch_size: int = 1000
+    batch_size: int = 4000
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +175,7 @@ class KafkaSettings:
     group_id: str = "stream-dedup"
     client_id: str = "stream-dedup"
     auto_offset_reset: Literal["earliest", "latest"] = "earliest"  # a group with no offsets
-    poll_batch_size: int = 1000  # most records decided together
+    poll_batch_size: int = 4000  # most records decided together
     batch_wait_ms: int = 20  # how long a poll waits for the first record (never to fill a batch)
     max_poll_interval_ms: int = 300000  # a batch slower than this loses the partitions
     session_timeout_ms: int = 10000  # a silent consumer leaves the group after this

@@ -85,7 +85,7 @@ def test_a_poll_stops_at_the_batch_size() -> None:
 
 
 def test_an_idle_poll_waits_once_and_returns_nothing() -> None:
-    src, consumer = source([], batch_wait_ms=25)
+    src, consumer = source([], batch_wait_ms=25, poll_batch_size=1000)
     assert src.poll() == []
     assert consumer.calls == [(25, 1000)]
 
