@@ -3,9 +3,10 @@
 Everything is done for the whole batch at once in numpy: one multi-get for all the block tables
 and one for the anchors, a ragged gather of the stored entries under each message's keys, one
 XOR/popcount over all of them, and candidates from earlier messages of the same batch found by
-sorting the batch's own keys. A message sees exactly the messages stored before the batch plus
-the earlier messages of the batch, as one-at-a-time processing would (an anchor's posting list is
-only cut to its configured length between batches).
+sorting the batch's own keys. A message sees exactly what one-at-a-time processing would: the
+messages stored before the batch plus the earlier messages of the batch, and under an anchor the
+last `postings` of those together (the stored list is cut to what its in-batch posters leave), so
+verdicts do not depend on the batch size.
 
 Candidates are (message index, seq) pairs packed as ``index << 40 | seq`` (seqs stay below 2^40,
 a trillion messages).
@@ -66,15 +67,17 @@ def _unique_counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _earlier_pairs(groups: np.ndarray, limit: int | None = None,
-                   eligible: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                   eligible: np.ndarray | None = None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pairs (later, earlier) of batch positions that share a group, earlier < later, earlier
     among the `eligible` ones (default all); with a limit, only the `limit` most recent earlier
-    ones per later position."""
+    ones per later position. Also, per position, how many eligible earlier ones it has (before
+    the limit)."""
     if eligible is None:
         eligible = np.ones(len(groups), dtype=bool)
     if not len(groups):
         empty = np.zeros(0, dtype=np.int64)
-        return empty, empty
+        return empty, empty, empty
     order = groups.argsort(kind="stable")  # by group, then position
     g, ok = groups[order], eligible[order]
     starts = run_starts(g)
@@ -87,7 +90,9 @@ def _earlier_pairs(groups: np.ndarray, limit: int | None = None,
     earlier_count = ok_before - first_member[run_of]
     take = np.minimum(earlier_count, limit) if limit else earlier_count
     rows, idx = _ragged(take, first_member[run_of] + earlier_count - take)
-    return order[rows], members[idx]
+    before = np.empty(len(groups), dtype=np.int64)
+    before[order] = earlier_count
+    return order[rows], members[idx], before
 
 
 class BatchProbe:
@@ -140,7 +145,7 @@ class BatchProbe:
         starts = lengths.cumsum() - lengths
         rows, idx = _ragged(lengths[inverse], starts[inverse])
         entries = stored[idx]
-        later, earlier = _earlier_pairs(inverse)
+        later, earlier, _ = _earlier_pairs(inverse)
         owner = np.concatenate([rows, later]) % n
         cand_fp = np.concatenate([entries["fp"], fps[earlier % n]])
         cand_seq = np.concatenate([entries["seq"], seqs[earlier % n]])
@@ -190,9 +195,12 @@ class BatchProbe:
         values = [v or b"" for v in self._store.get_many("anchors", names)]
         stored = np.frombuffer(b"".join(values), dtype="<u8")
         lengths = np.fromiter(map(len, values), np.int64, count=len(values)) // 8
-        starts = lengths.cumsum() - lengths
-        rows, idx = _ragged(lengths[inverse], starts[inverse])
-        later, earlier = _earlier_pairs(inverse, self._postings, posted)
+        ends = lengths.cumsum()
+        later, earlier, before = _earlier_pairs(inverse, self._postings, posted)
+        # One at a time, a message would see the last `postings` posters of the anchor: its
+        # earlier posters in this batch first, then the newest stored ones that still fit.
+        keep = np.clip(self._postings - before, 0, lengths[inverse])
+        rows, idx = _ragged(keep, ends[inverse] - keep)
         owner = np.concatenate([owner_of[rows], owner_of[later]])
         cand = np.concatenate([stored[idx], seqs[owner_of[earlier]]])
         pair = (owner.astype(_U64) << _U64(_SEQ_BITS)) | cand

@@ -28,8 +28,10 @@ def reference(groups: list[int], limit: int | None, eligible: list[bool]) -> set
 def test_earlier_pairs(items: list[tuple[int, bool]], limit: int | None) -> None:
     groups = [g for g, _ in items]
     eligible = [e for _, e in items]
-    later, earlier = _earlier_pairs(np.array(groups, dtype=np.int64), limit,
-                                    np.array(eligible, dtype=bool))
+    later, earlier, before = _earlier_pairs(np.array(groups, dtype=np.int64), limit,
+                                            np.array(eligible, dtype=bool))
     got = list(zip(later.tolist(), earlier.tolist(), strict=True))
     assert len(got) == len(set(got))
     assert set(got) == reference(groups, limit, eligible)
+    assert before.tolist() == [len(reference(groups[: i + 1], None, eligible) - reference(
+        groups[:i], None, eligible)) for i in range(len(groups))]
