@@ -123,8 +123,9 @@ def _keep_data_read_before_eof() -> None:
     returns an error and drops the data read in the same pass. A broker refusing a SASL login
     sends the SaslAuthenticate error and closes the connection right after it, so a client that
     reads late (any busy machine) finds both at once, loses the error and sees only a retriable
-    "socket disconnected": the wrong password is then retried, never named. Here such data is
-    returned first; the socket stays readable at EOF, so the next pass reports the error.
+    "socket disconnected": the wrong password is then retried, never named. Here data read
+    before that EOF is returned first; the socket stays readable at EOF, so the next pass reports
+    it. Other errors are left as they were.
     """
     from kafka.net import transport
 
@@ -136,7 +137,8 @@ def _keep_data_read_before_eof() -> None:
         def sock_recv(self: Any, recv: Callable[[Any], tuple[bytes, Exception | None]] = recv
                       ) -> tuple[bytes, Exception | None]:
             data, err = recv(self)
-            return (data, None) if data and err is not None else (data, err)
+            eof = err is not None and err.args == ("socket disconnected",)
+            return (data, None) if data and eof else (data, err)
 
         sock_recv.keeps_data_before_eof = True  # type: ignore[attr-defined]
         cls._sock_recv = sock_recv  # type: ignore[method-assign]
