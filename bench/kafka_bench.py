@@ -149,7 +149,8 @@ def throughput(settings: Settings, lines: list[bytes], profile: bool) -> dict[st
     elapsed = source.last - (source.first or source.last)
     busy = sum(stats.seconds.values())
     print(f"\n[1] sustained: {stats.records:,} records in {elapsed:.2f} s from first poll to last "
-          f"commit = {stats.records / elapsed:,.0f} msgs/s")
+          f"commit = {stats.records / elapsed:,.0f} msgs/s ({stats.batches:,} batches, mean "
+          f"{stats.records / max(stats.batches, 1):,.0f} a batch)")
     print("    time by loop step: " + ", ".join(
         f"{name} {sec:.2f} s ({sec / busy:.0%}, {stats.records / max(sec, 1e-9):,.0f} msgs/s)"
         for name, sec in stats.seconds.items()))
