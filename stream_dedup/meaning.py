@@ -143,9 +143,13 @@ class _Lexicon:
         """Every dictionary word covering text[start:end] (reaching at most 3 characters beyond
         it on either side), and the span itself."""
         found = [text[start:end]]
+        freq = self.freq
         for s in range(max(0, start - 3), start + 1):
             for e in range(end, min(len(text), end + 3) + 1):
-                if e - s > end - start and self.is_word(text[s:e]):
+                count = freq.get(text[s:e])
+                if count is None:  # jieba keeps every prefix of a word: no longer word from s
+                    break
+                if count > 0 and e - s > end - start:
                     found.append(text[s:e])
         return found
 
@@ -172,9 +176,9 @@ class _Lexicon:
     def _cut_short(self, text: str) -> tuple[str, ...]:
         return tuple(self._cut(text, HMM=False))
 
-    def words_tagged(self, text: str, tags: frozenset[str]) -> list[str]:
-        """The multi-character dictionary words of `text` whose tag is one of `tags`."""
-        return [w for w in self.segment(text) if len(w) > 1 and self.tags.get(w) in tags]
+    def words_tagged(self, words: tuple[str, ...], tags: frozenset[str]) -> list[str]:
+        """The multi-character dictionary words of a `segment` whose tag is one of `tags`."""
+        return [w for w in words if len(w) > 1 and self.tags.get(w) in tags]
 
     def tagged(self, words: list[str], tags: frozenset[str]) -> bool:
         return any(self.tags.get(w) in tags for w in words)
@@ -354,14 +358,15 @@ def _changed_in_material(a: str, b: str, spans: list[Span], lex: _Lexicon) -> li
                 kinds[id(s)] = _number_kind(a, b, (s.op, s.i1, s.i2, s.j1, s.j2), lex)
     # Lead-ins and wrappers name their sources; one-character changes are the spans' own business.
     inside = [s for s in benign if not _at_edge(a, b, s) and max(s.i2 - s.i1, s.j2 - s.j1) > 1]
-    taken = "|".join(a[s.i1 : s.i2] for s in inside)
-    put = "|".join(b[s.j1 : s.j2] for s in inside)
-    for tags, kind in ((_ENTITY_TAGS, "entity"), (_TIME_TAGS, "date")) if inside else ():
-        if _differ(lex.words_tagged(taken, tags), lex.words_tagged(put, tags)):
-            for s in inside:
-                here = a[s.i1 : s.i2] + "|" + b[s.j1 : s.j2]
-                if id(s) not in kinds and lex.words_tagged(here, tags):
-                    kinds[id(s)] = kind
+    if inside:  # cut once for both classes: a text over _CACHED_CUT is cut again on every call
+        taken_words = lex.segment("|".join(a[s.i1 : s.i2] for s in inside))
+        put_words = lex.segment("|".join(b[s.j1 : s.j2] for s in inside))
+        for tags, kind in ((_ENTITY_TAGS, "entity"), (_TIME_TAGS, "date")):
+            if _differ(lex.words_tagged(taken_words, tags), lex.words_tagged(put_words, tags)):
+                for s in inside:
+                    here = a[s.i1 : s.i2] + "|" + b[s.j1 : s.j2]
+                    if id(s) not in kinds and lex.words_tagged(lex.segment(here), tags):
+                        kinds[id(s)] = kind
     if not kinds:
         return spans
     return [Span(s.op, s.i1, s.i2, s.j1, s.j2, kinds[id(s)]) if id(s) in kinds else s
@@ -376,11 +381,17 @@ def _differ(out: list[str], put: list[str]) -> bool:
     return bool(out) and bool(put) and sorted(out) != sorted(put)
 
 
-def _reordered(a: str, b: str, lex: _Lexicon) -> str | None:
+def _reordered(a: str, b: str, spans: list[tuple[str, int, int, int, int]],
+               lex: _Lexicon) -> str | None:
     """When b has exactly a's characters in another order: "swap" if words trade places (a
     word replaced by another in the word alignment), "reorder" if a run of words (a clause)
     moved as a whole (only taken out in one place and put in at another)."""
-    if len(a) != len(b) or sorted(a) != sorted(b):
+    if len(a) != len(b):
+        return None
+    # Outside its differing `spans` b is a: it has a's characters exactly when the spans put in
+    # what they take out (sorting only those is cheaper on long texts).
+    taken = sorted("".join(a[i1:i2] for _, i1, i2, _, _ in spans))
+    if taken != sorted("".join(b[j1:j2] for _, _, _, j1, j2 in spans)):
         return None
     words_a, words_b = lex.segment(a), lex.segment(b)
     ops = [op for op in SequenceMatcher(None, words_a, words_b, autojunk=False).get_opcodes()
@@ -398,7 +409,7 @@ def classify(a: str, b: str) -> list[Span]:
     """Every span in which normalized text `b` differs from normalized text `a`, classified."""
     lex = _lexicon()
     spans = _contained(a, b) or [op for op in opcodes(a, b) if op[0] != "equal"]
-    order = _reordered(a, b, lex)
+    order = _reordered(a, b, spans, lex)
     if order:
         return [Span(op[0], op[1], op[2], op[3], op[4], order) for op in spans]
     moved = _moved(a, b, spans, lex)
