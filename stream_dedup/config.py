@@ -111,14 +111,15 @@ class VerifySettings:
     related_negation: bool = True  # a negation added or removed
     related_antonym: bool = True  # a word replaced by its antonym
     related_swap: bool = True  # two words traded places ("A beat B" / "B beat A")
+    # The enabled classes of meaning change (meaning.MEANING_CLASSES names), derived from the
+    # related_* flags once: every verified pair asks for them.
+    meaning_classes: frozenset[str] = field(init=False, repr=False, compare=False)
 
-    @property
-    def meaning_classes(self) -> frozenset[str]:
-        """The enabled classes of meaning change (meaning.MEANING_CLASSES names)."""
-        return frozenset(
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "meaning_classes", frozenset(
             name for name in ("number", "date", "entity", "negation", "antonym", "swap")
             if getattr(self, f"related_{name}")
-        )
+        ))
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,7 +305,7 @@ def _build(cls: type, data: Any, prefix: str) -> Any:
     if not isinstance(data, Mapping):
         raise ConfigError(prefix or "<root>", "must be a mapping of keys to values")
     hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}  # derived ones are not keys
     unknown = sorted(set(data) - set(fields))
     if unknown:
         key = f"{prefix}{unknown[0]}"

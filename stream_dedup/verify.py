@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .config import VerifySettings
-from .meaning import MEANING_CLASSES, added_passage, classify
+from .meaning import added_passage, classify
 
 
 @dataclass(slots=True)  # not frozen: a frozen init costs 4x, made per pair
@@ -104,8 +104,7 @@ def verify(a: str, b: str, grams_a: frozenset[int], grams_b: frozenset[int],
     if not how:
         return Check(False, score)
     spans = classify(a, b)
-    kinds = {s.kind for s in spans}  # settings.meaning_classes builds a set: asked only if needed
-    changes = [] if kinds.isdisjoint(MEANING_CLASSES) else sorted(kinds & settings.meaning_classes)
+    changes = sorted({s.kind for s in spans} & settings.meaning_classes)
     if changes:
         return Check(False, score, ",".join(changes))
     if settings.related_passage and added_passage(a, b, spans, settings.min_passage_chars):

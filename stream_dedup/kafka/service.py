@@ -160,9 +160,9 @@ class Service:
 
     def run(self) -> ServiceStats:
         """Process batches until stopped; then close everything. Returns the totals."""
-        # Everything loaded so far (the engine's dictionaries: millions of objects) lives as
-        # long as the process: out of the collector's sight, a full collection no longer walks
-        # it and stalls a batch by tens of milliseconds.
+        # What was loaded since the engine froze its dictionaries (the clients, the metrics
+        # server) lives as long as the process too: out of the collector's sight, a full
+        # collection no longer walks it and stalls a batch.
         gc.freeze()
         self.metrics.refresh_state(self.engine)
         last_report = time.monotonic()
