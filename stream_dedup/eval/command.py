@@ -47,8 +47,10 @@ def run_eval(args: argparse.Namespace, settings: Settings) -> int:
             finally:
                 ours.close()
     if args.compare:
-        anchors: list[Detector] = [MinHashLSHDetector(0.4), MinHashLSHDetector(0.5),
-                                   SimhashPackageDetector(), MinHashLSHDetector(0.4, True)]
+        anchors: list[Detector] = [
+            MinHashLSHDetector(0.4), MinHashLSHDetector(0.5), SimhashPackageDetector(),
+            MinHashLSHDetector(0.4, bulk=True), MinHashLSHDetector(0.4, bulk=True, fast_hash=True),
+        ]
         for detector in anchors:
             found.rows.append(run(detector, labelled, settings.engine.batch_size,
                                   _progress(detector.name)))

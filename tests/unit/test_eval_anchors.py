@@ -21,7 +21,8 @@ def _messages(*texts: str) -> list[Message]:
 ANCHORS: list[Callable[[], Detector]] = [
     lambda: MinHashLSHDetector(0.4),
     lambda: MinHashLSHDetector(0.5),
-    lambda: MinHashLSHDetector(0.4, fast_hash=True),
+    lambda: MinHashLSHDetector(0.4, bulk=True),
+    lambda: MinHashLSHDetector(0.4, bulk=True, fast_hash=True),
     SimhashPackageDetector,
 ]
 
@@ -48,7 +49,8 @@ def test_minhash_sees_through_punctuation_and_width() -> None:
 def test_names_and_no_stage_timings() -> None:
     assert MinHashLSHDetector(0.4).name == "datasketch-0.4"
     assert MinHashLSHDetector(0.5).name == "datasketch-0.5"
-    assert MinHashLSHDetector(0.4, fast_hash=True).name == "datasketch-0.4-xxh32"
+    assert MinHashLSHDetector(0.4, bulk=True).name == "datasketch-0.4-bulk"
+    assert MinHashLSHDetector(0.4, bulk=True, fast_hash=True).name == "datasketch-0.4-bulk-xxh32"
     assert SimhashPackageDetector().name == "simhash-pkg"
     assert not isinstance(MinHashLSHDetector(0.4), StageTimed)
 
@@ -57,3 +59,17 @@ def test_missing_library_says_how_to_install(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setitem(sys.modules, "datasketch", None)  # makes the import fail
     with pytest.raises(StreamDedupError, match=r"'datasketch'.*pip install -e '\.\[dev\]'"):
         MinHashLSHDetector(0.4)
+
+
+def test_per_message_and_bulk_build_the_same_minhashes() -> None:
+    """The two rows differ in speed only: the same signatures, so the same flags."""
+    import numpy as np
+
+    from stream_dedup.eval.anchors import _char_ngrams
+
+    grams = [_char_ngrams(text) for text in (ORIGINAL, UNRELATED, ORIGINAL[:20], "好")]
+    per_message = MinHashLSHDetector(0.4)
+    bulk = MinHashLSHDetector(0.4, bulk=True)
+    built = list(bulk._minhash.generator(grams, num_perm=128))
+    for one, many in zip(map(per_message._one, grams), built, strict=True):
+        assert np.array_equal(one.hashvalues, many.hashvalues)
