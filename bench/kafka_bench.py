@@ -399,7 +399,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bootstrap", default=os.environ.get("STREAM_DEDUP_KAFKA_BOOTSTRAP"))
     p.add_argument("--input", type=Path, default=default_input())
     p.add_argument("--rate", type=float, default=2000.0, help="offered rate of phase 2")
-    p.add_argument("--seconds", type=float, default=12.0, help="length of phase 2")
+    p.add_argument("--seconds", type=float, default=12.0,
+                   help="length of phase 2 (0 skips it)")
     p.add_argument("--profile", action="store_true", help="cProfile phase 1")
     p.add_argument("--no-quix", action="store_true", help="skip the Quix Streams anchor")
     p.add_argument("--python-clients", action="store_true",
@@ -419,10 +420,11 @@ def main(argv: list[str] | None = None) -> int:
         create_topics(k1)
         preload(k1, lines)
         results = {"throughput": throughput(Settings(kafka=k1), lines, args.profile)}
-        k2 = topic_settings(bootstrap, f"bench-{tag}-b")
-        create_topics(k2, partitions=6)
-        results["latency"] = latency(Settings(kafka=k2), lines, args.rate, args.seconds,
-                                     args.python_clients)
+        if args.seconds > 0:
+            k2 = topic_settings(bootstrap, f"bench-{tag}-b")
+            create_topics(k2, partitions=6)
+            results["latency"] = latency(Settings(kafka=k2), lines, args.rate, args.seconds,
+                                         args.python_clients)
         if not args.no_quix:
             results["quix"] = quix(k1, len(lines))
             print(f"\nside by side: stream-dedup {results['throughput']['msgs_per_s']:,.0f} "
