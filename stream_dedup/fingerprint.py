@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Protocol
 
 import numpy as np
@@ -137,6 +138,9 @@ def simhash(batch: Batch, n: int = 1) -> np.ndarray:
     return packed.view("<u8").reshape(count).astype(_U64)
 
 
+_CHUNK_FEATURES = 1 << 14
+
+
 def _bit_counts(hashes: np.ndarray, owners: np.ndarray, totals: np.ndarray) -> np.ndarray:
     """(texts, 64): how many of each text's hashes have each bit set; owners non-decreasing,
     `totals` the hashes of each text. Several bits share a uint64 in lanes of `width` bits: row
@@ -144,18 +148,27 @@ def _bit_counts(hashes: np.ndarray, owners: np.ndarray, totals: np.ndarray) -> n
     rows sums all 64 (10x faster than summing a (features, 64) array of unpacked bits down its
     rows), and one shift per lane unpacks them (an assignment per lane was most of a small
     batch's Simhash). Lanes are as narrow as the most features of one text allow (a lane must
-    not overflow): fewer rows, less memory."""
+    not overflow). Texts go in chunks of ~16k features: the (width, features) temporaries stay
+    in cache and on reused memory (a whole batch's were tens of MB, freshly mapped each batch,
+    at twice the cost), and one long text widens the lanes of its own chunk only."""
     ones = np.zeros((len(totals), 64), dtype=np.int64)
     if not len(owners):
         return ones
     starts = run_starts(owners).nonzero()[0]
-    width = next(w for w in (8, 16, 32) if int(totals.max()) < 1 << w)
-    lanes = np.arange(0, 64, width, dtype=_U64)
-    shifts = np.arange(width, dtype=_U64)[:, None]
-    low_bits = _U64(sum(1 << lane for lane in range(0, 64, width)))
-    sums = np.add.reduceat((hashes[None, :] >> shifts) & low_bits, starts, axis=1)
-    per_lane = (sums >> lanes[:, None, None]) & _U64((1 << width) - 1)  # (lane, bit, text)
-    ones[owners[starts]] = per_lane.transpose(2, 0, 1).reshape(len(starts), 64)
+    ends = np.append(starts[1:], len(owners))
+    # Chunks begin at the text holding every 16k-th feature (a long text may span several).
+    first = np.searchsorted(starts, np.arange(0, len(owners), _CHUNK_FEATURES), side="right") - 1
+    bounds = np.unique(np.append(first, len(starts))).tolist()
+    for a, b in pairwise(bounds):
+        lo, hi, texts = int(starts[a]), int(ends[b - 1]), owners[starts[a:b]]
+        width = next(w for w in (8, 16, 32) if int(totals[texts].max()) < 1 << w)
+        lanes = np.arange(0, 64, width, dtype=_U64)
+        shifts = np.arange(width, dtype=_U64)[:, None]
+        low_bits = _U64(sum(1 << lane for lane in range(0, 64, width)))
+        sums = np.add.reduceat((hashes[None, lo:hi] >> shifts) & low_bits, starts[a:b] - lo,
+                               axis=1)
+        per_lane = (sums >> lanes[:, None, None]) & _U64((1 << width) - 1)  # (lane, bit, text)
+        ones[texts] = per_lane.transpose(2, 0, 1).reshape(b - a, 64)
     return ones
 
 

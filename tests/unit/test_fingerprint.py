@@ -62,6 +62,15 @@ def test_simhash_matches_its_definition() -> None:
     assert simhash(Batch.of(texts)).tolist() == _reference_simhash(texts)
 
 
+def test_simhash_of_a_batch_over_many_chunks_is_each_text_alone() -> None:
+    # ~60k features: a batch goes in chunks of ~16k, cut at text starts; one text spans two.
+    rng = np.random.default_rng(9)
+    texts = ["".join(rng.choice(list("的一是不了在人有我他"), n)) for n in rng.integers(0, 400, 200)]
+    texts.insert(100, "".join(rng.choice(list("的一是不了在人有我他"), 20_000)))
+    together = simhash(Batch.of(texts)).tolist()
+    assert together == [int(simhash(Batch.of([t]))[0]) for t in texts]
+
+
 def test_simhash_lanes_do_not_overflow() -> None:
     # One repeated character: every feature votes alike, so the Simhash is that character's
     # hash. Counts of 255/256 and 65535/65536 features sit at the edges of the lane widths.
