@@ -55,7 +55,7 @@ from stream_dedup.kafka.broker import LocalBroker
 from stream_dedup.kafka.demo import default_input, service_env
 from stream_dedup.kafka.produce import new_producer, send_lines
 from stream_dedup.kafka.retry import Backoff, Shutdown
-from stream_dedup.kafka.run import GIL_SWITCH_S, quiet_kafka_logs
+from stream_dedup.kafka.run import quiet_kafka_logs
 from stream_dedup.kafka.service import STEPS, Service
 from stream_dedup.kafka.sink import KafkaSink
 from stream_dedup.kafka.source import KafkaSource
@@ -126,7 +126,6 @@ def throughput(settings: Settings, lines: list[bytes], profile: bool) -> dict[st
     source = Timed(KafkaSource(k, backoff))
     service = Service(settings, engine, source, KafkaSink(k, backoff), shutdown)
     service.check_topics()  # as `stream-dedup run` does before its first poll
-    sys.setswitchinterval(GIL_SWITCH_S)  # as it does
 
     def watch() -> None:
         while True:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 import signal
 import ssl
-import sys
 from types import FrameType
 from typing import Any, Protocol
 
@@ -29,11 +28,6 @@ from .sink import KafkaSink
 from .source import KafkaSource
 
 log = logging.getLogger(__name__)
-# How long the engine (the main thread) may hold the GIL before kafka-python's I/O threads (the
-# consumer's fetches and commits, the producer's sends and acknowledgements) get a turn. Python's
-# 5 ms made each of their steps wait behind the engine: at 2,000 msgs/s on 2 shared cores the
-# p99 from input to output was 150-214 ms with 5 ms and 90-101 ms with 0.5 ms (kafka_bench).
-GIL_SWITCH_S = 0.0005
 
 
 def quiet_kafka_logs() -> None:
@@ -121,7 +115,6 @@ def _decider(settings: Settings, root: str,
 def serve(settings: Settings, state_path: str | None = None) -> ServiceStats:
     """Run the service in this (main) thread until SIGTERM/SIGINT; returns its totals."""
     k = settings.kafka
-    sys.setswitchinterval(GIL_SWITCH_S)
     shutdown = Shutdown(k.shutdown_timeout_s)
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:

@@ -5,6 +5,7 @@ away. The real broker is in tests/integration."""
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -255,3 +256,21 @@ def test_headers_are_built_in_order_with_their_exact_bytes() -> None:
     own = [("trace", b"1"), ("dedup.verdict", b"old"), ("b", b"")]
     assert kept(own) == [("trace", b"1"), ("b", b"")] and len(own) == 3
     assert kept(None) == kept(()) == [] and kept([]) is not kept([])
+
+
+def test_the_gil_switch_interval_follows_the_batch_size() -> None:
+    """A thin input (small batches) lets kafka-python's threads in often, for latency; a backlog
+    (large batches) lets the engine run longer between switches, for throughput."""
+    from stream_dedup.kafka import service as service_module
+
+    small = [rec(0, i, f"s{i}", f"{TEXT}{i}") for i in range(3)]
+    large = [rec(1, i, f"l{i}", f"{TEXT}{i}") for i in range(service_module.BACKLOG_RECORDS)]
+    before = sys.getswitchinterval()
+    try:
+        svc, _, _ = service([large, small])
+        svc.step()
+        assert sys.getswitchinterval() == pytest.approx(service_module.BACKLOG_SWITCH_S)
+        svc.step()
+        assert sys.getswitchinterval() == pytest.approx(service_module.LATENCY_SWITCH_S)
+    finally:
+        sys.setswitchinterval(before)
