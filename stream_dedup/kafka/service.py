@@ -64,11 +64,13 @@ log = logging.getLogger(__name__)
 # per batch (`pace_threads`). A small batch means the input is thin and latency counts: Python's
 # 5 ms made each of their steps wait behind the engine, and at 2,000 msgs/s on 2 shared cores
 # the p99 from input to output was 150-214 ms with 5 ms and 90-101 ms with 0.5 ms. A large one
-# means a backlog, where records wait in the topic anyway and switching costs throughput: the
-# sustained phase of kafka_bench ran 7,426-7,709 msgs/s with 0.5 ms and 8,342-8,737 with 5 ms.
+# (~a full fetch: 64 KB from each of 6 partitions is ~1,500 records) means a backlog, where records
+# wait in the topic anyway and switching costs throughput: the sustained phase of kafka_bench ran
+# 7,426-7,709 msgs/s with 0.5 ms and 8,342-8,737 with 5 ms. At 2,000 msgs/s a batch of 1,000 is
+# half a second behind already.
 LATENCY_SWITCH_S = 0.0005
 BACKLOG_SWITCH_S = 0.005
-BACKLOG_RECORDS = 256
+BACKLOG_RECORDS = 1000
 
 
 def pace_threads(records: int) -> None:
