@@ -155,21 +155,31 @@ def _bit_counts(hashes: np.ndarray, owners: np.ndarray, totals: np.ndarray) -> n
     if not len(owners):
         return ones
     starts = run_starts(owners).nonzero()[0]
-    ends = np.append(starts[1:], len(owners))
-    # Chunks begin at the text holding every 16k-th feature (a long text may span several).
-    first = np.searchsorted(starts, np.arange(0, len(owners), _CHUNK_FEATURES), side="right") - 1
-    bounds = np.unique(np.append(first, len(starts))).tolist()
+    bounds = [0, len(starts)]  # one chunk: the common case of a small batch
+    if len(owners) > _CHUNK_FEATURES:  # chunks begin at the text holding every 16k-th feature
+        first = np.searchsorted(starts, np.arange(0, len(owners), _CHUNK_FEATURES), "right") - 1
+        bounds = np.unique(np.append(first, len(starts))).tolist()
     for a, b in pairwise(bounds):
-        lo, hi, texts = int(starts[a]), int(ends[b - 1]), owners[starts[a:b]]
+        lo, texts = int(starts[a]), owners[starts[a:b]]
+        hi = int(starts[b]) if b < len(starts) else len(owners)
         width = next(w for w in (8, 16, 32) if int(totals[texts].max()) < 1 << w)
-        lanes = np.arange(0, 64, width, dtype=_U64)
-        shifts = np.arange(width, dtype=_U64)[:, None]
-        low_bits = _U64(sum(1 << lane for lane in range(0, 64, width)))
+        shifts, low_bits, lanes, lane_mask = _LANES[width]
         sums = np.add.reduceat((hashes[None, lo:hi] >> shifts) & low_bits, starts[a:b] - lo,
                                axis=1)
-        per_lane = (sums >> lanes[:, None, None]) & _U64((1 << width) - 1)  # (lane, bit, text)
+        per_lane = (sums >> lanes) & lane_mask  # (lane, bit, text)
         ones[texts] = per_lane.transpose(2, 0, 1).reshape(b - a, 64)
     return ones
+
+
+# Per lane width: the shifts that bring each bit of a lane to its bottom, the mask of the lanes'
+# bottom bits, the lanes' offsets (shaped for (lane, bit, text)) and a lane's mask.
+_LANES = {
+    width: (np.arange(width, dtype=_U64)[:, None],
+            _U64(sum(1 << lane for lane in range(0, 64, width))),
+            np.arange(0, 64, width, dtype=_U64)[:, None, None],
+            _U64((1 << width) - 1))
+    for width in (8, 16, 32)
+}
 
 
 def run_starts(*columns: np.ndarray) -> np.ndarray:
