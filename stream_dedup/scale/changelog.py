@@ -27,9 +27,12 @@ store key; value = the stored value, or None (a tombstone, which compaction late
 delete is expanded into one tombstone per key, read from `inner` before the write is applied.
 Compaction keeps the newest record per key, which is exactly the store's content.
 
-Within one write the `meta` records go first: a crash can leave only a prefix of a write in the
-changelog, and with the engine's sequence counter ahead of the seqs it covers, a restored store
-may skip seqs but never hands one out twice.
+Within one write the `meta` records go first, then the `ids` records: a crash can leave only a
+prefix of a write in the changelog. With the engine's sequence counter ahead of the seqs it
+covers, a restored store may skip seqs but never hands one out twice; with a message's id ahead of
+its doc, exact record and index entries, a restored store never holds those without the id, so
+the replayed message is recognised as itself instead of found in the index as a duplicate of its
+own earlier pass (an id without its doc: the message is decided again, as the first time).
 
 The Bloom filter snapshot (`meta`/`bloom`, written by `Engine.checkpoint`) stays local: it is
 sized from rate and window (tens to hundreds of MB), far over Kafka's 1 MB default record
@@ -86,6 +89,8 @@ from . import checkpoint
 log = logging.getLogger(__name__)
 _TAG = {cf: bytes([i]) for i, cf in enumerate(COLUMN_FAMILIES)}
 LOCAL_ONLY = frozenset({("meta", BLOOM_SNAPSHOT_KEY)})
+# Column families whose records lead each write, in this order (see the module docstring).
+_FIRST = ("meta", "ids")
 RESTORE_BATCH = 20_000  # records applied to the store per write while restoring
 FLUSH_SLICE_S = 1.0  # a flush waits in slices so that a shutdown request is noticed
 
@@ -101,11 +106,11 @@ def decode_key(record_key: bytes) -> tuple[str, bytes]:
 
 
 def changelog_records(inner: KVStore, writes: WriteSet) -> list[tuple[bytes, bytes | None]]:
-    """The (key, value or None) records that mirror `writes`, meta first, each range delete
-    expanded to the keys it removes: those in `inner` (call before the write is applied) and
-    those the write's own ops put there."""
-    ops = [op for op in writes.ops if op[0] == "meta"] + [op for op in writes.ops
-                                                           if op[0] != "meta"]
+    """The (key, value or None) records that mirror `writes`, meta first, then ids (see the
+    module docstring), each range delete expanded to the keys it removes: those in `inner` (call
+    before the write is applied) and those the write's own ops put there."""
+    ops = [op for cf in _FIRST for op in writes.ops if op[0] == cf]
+    ops += [op for op in writes.ops if op[0] not in _FIRST]
     out = [(encode_key(cf, key), value) for cf, key, value in ops
            if (cf, key) not in LOCAL_ONLY]
     for cf, start, end in writes.ranges:  # applied after the ops, so they cut those too

@@ -159,6 +159,36 @@ def test_meta_goes_first_and_the_bloom_snapshot_stays_local() -> None:
     assert store.get_many("meta", [b"bloom"]) == [b"x" * (2 << 20)]
 
 
+def test_a_crash_mid_write_never_makes_a_replayed_message_its_own_duplicate() -> None:
+    """Whatever prefix of a batch's records reached the changelog before a crash, the batch
+    replayed on the restored store calls no message a duplicate of itself. With a message's doc
+    and index entries ahead of its id (the order before the fix), a prefix cut between them made
+    the replay find the message's own doc and call it a near copy of itself."""
+    from stream_dedup.engine import Engine
+    from stream_dedup.records import Message
+
+    first = [Message("a", "今天的天气真的非常好我们去公园散步吧", 1000),
+             Message("b", "这家酒店的服务态度非常好，房间干净整洁，早餐品种丰富", 2000)]
+    batch = [Message("c", "今天的天气真的非常好我们去公园散步吧！！", 3000),
+             Message("d", "新款笔记本电脑的电池续航只有三个小时，键盘手感一般", 4000),
+             Message("e", "这家酒店的服务态度非常好，房间干净整洁，早餐品种丰富", 5000)]
+    producer = FakeProducer()
+    engine = Engine(Settings(), ChangelogStore(MemoryStore(), producer, "cl", 0))
+    engine.process(first)
+    before = len(producer.sent)
+    expected = [(v.id, v.decision, v.matched_id) for v in engine.process(batch)]
+    records = [(k, v) for _, _, k, v in producer.sent]
+    assert len(records) - before > 10
+    for cut in range(before, len(records) + 1):
+        restored = MemoryStore()
+        restored.write(to_writes(records[:cut]))
+        verdicts = Engine(Settings(), restored).process(batch)
+        assert not [v for v in verdicts if v.matched_id == v.id], f"cut at record {cut}"
+        if cut == len(records):  # the whole write: every first verdict again
+            assert [(v.id, v.decision, v.matched_id) for v in verdicts] == expected
+            assert all(v.replayed for v in verdicts)
+
+
 def test_flush_raises_for_people_when_a_record_was_refused() -> None:
     store = ChangelogStore(MemoryStore(), FakeProducer(fail_from=1), "cl", 2)
     two_docs(store)
