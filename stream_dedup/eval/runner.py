@@ -66,5 +66,22 @@ def run(
     return Row(detector.name, score(flags, labelled), rate, stage_rates)
 
 
+def bracketed(first: Row, second: Row) -> Row:
+    """One row from two passes of the same detector that bracket the others of a comparison
+    (before them and after them, fresh state each): its speed over both (N messages twice in
+    the two passes' summed time, per stage likewise), so a machine that speeds up or slows down
+    during the comparison moves our figure as it moves theirs. Both passes must flag alike."""
+    if first.scores != second.scores:
+        raise ValueError(f"{first.method}: the two passes scored differently")
+    return Row(first.method, first.scores, _over_both(first.msgs_per_s, second.msgs_per_s),
+               {stage: _over_both(rate, second.stage_msgs_per_s.get(stage, 0.0))
+                for stage, rate in first.stage_msgs_per_s.items()})
+
+
+def _over_both(rate_a: float, rate_b: float) -> float:
+    """The rate of two passes over the same messages taken together (harmonic mean)."""
+    return 2 / (1 / rate_a + 1 / rate_b) if rate_a > 0 and rate_b > 0 else 0.0
+
+
 def _stage_seconds(detector: Detector) -> dict[str, float]:
     return dict(detector.stage_seconds()) if isinstance(detector, StageTimed) else {}

@@ -81,3 +81,21 @@ def test_a_detector_must_answer_every_message() -> None:
         run(Short(), STREAM[:2])
     with pytest.raises(ValueError, match="batch_size"):
         run(SeenText(), STREAM, batch_size=0)
+
+
+def test_two_passes_bracketing_the_others_give_one_row_over_both() -> None:
+    from dataclasses import replace
+
+    from stream_dedup.eval.runner import bracketed
+
+    first = run(SeenText(), STREAM)
+    fast, slow = replace(first, msgs_per_s=300.0, stage_msgs_per_s={"a": 30.0}), \
+        replace(first, msgs_per_s=100.0, stage_msgs_per_s={"a": 10.0})
+    both = bracketed(fast, slow)
+    # N messages at 300/s and N at 100/s: 2N in N/300 + N/100 seconds.
+    assert both.msgs_per_s == pytest.approx(150.0)
+    assert both.stage_msgs_per_s == {"a": pytest.approx(15.0)}
+    assert both.scores == first.scores and both.method == first.method
+    other = run(SeenText(), STREAM[:3])
+    with pytest.raises(ValueError, match="scored differently"):
+        bracketed(first, other)
