@@ -37,9 +37,11 @@ def _ours(settings: Settings, state: str, labelled: Sequence[LabelledMessage],
     """One pass of our engine over the stream, its state in `state`."""
     ours = EngineDetector(settings, state)
     try:
-        return run(ours, labelled, settings.engine.batch_size, _progress(ours.name + when))
+        row = run(ours, labelled, settings.engine.batch_size, _progress(ours.name + when))
     finally:
         ours.close()
+    _say(f"  {ours.name}{when}: {row.msgs_per_s:,.0f} msgs/s")
+    return row
 
 
 def run_eval(args: argparse.Namespace, settings: Settings) -> int:
