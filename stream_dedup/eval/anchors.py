@@ -58,7 +58,7 @@ class MinHashLSHDetector:
       P 0.953 R 0.914 at 0.5) and in speed class (~1,900 and ~2,400 msgs/s there, ~2,000-3,100
       here), and those are the figures the acceptance targets quote.
     - `bulk` (rows `-bulk`): `MinHash.generator`, which sets the permutations up once for many
-      sets, 1.4-1.9x faster than a MinHash per message: datasketch's fast path for many sets,
+      sets, 1.1-1.9x faster than a MinHash per message: datasketch's fast path for many sets,
       shown beside so our speed is also measured against the quickest datasketch there is.
       `fast_hash` adds xxh32, the faster hash datasketch's docs suggest (slightly different
       figures) instead of the default SHA-1.
