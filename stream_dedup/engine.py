@@ -323,16 +323,19 @@ class Engine:
 
     def _record(self, pending: list[_Pending], fresh: list[_Pending],
                 tables: BatchProbe) -> None:
-        """Write the batch's state in one atomic write."""
+        """Write the batch's state in one atomic write. The ids go first: a changelog that
+        mirrors the write op by op (scope `key`) can lose its tail in a crash, and a restored
+        state must never hold a message's doc or index entries without its id (the replayed
+        message would find its own doc and be called a copy of itself)."""
         writes = WriteSet()
+        keys = [seq_key(p.seq) for p in fresh]
+        writes.ops += [("ids", p.msg.id.encode(), key) for p, key in zip(fresh, keys, strict=True)]
         tables.stage(writes)
-        ops = writes.ops  # appended directly: ~4 ops a message
-        for p in fresh:
+        ops = writes.ops  # appended directly: ~3 ops a message
+        for p, key in zip(fresh, keys, strict=True):
             m, v = p.msg, p.verdict
-            key = seq_key(p.seq)
             ops += (("docs", key, encode_doc(m.timestamp_ms, p.fp, p.hash, v,
                                              p.text if p.indexed else "", p.indexed)),
-                    ("ids", m.id.encode(), key),
                     ("ttl", ttl_key(m.timestamp_ms, p.seq), b""))
             if v.decision is not Decision.EXACT:
                 ops.append(("exact", exact_key(p.hash), exact_value(p.seq, m.id)))

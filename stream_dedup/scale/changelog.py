@@ -3,8 +3,7 @@ compacted Kafka topic, so that another process can rebuild the store when the pa
 
 API (stable; `scope: key` and the `scope: global` index stage both use it)::
 
-    store = ChangelogStore(inner, producer, topic, partition, backoff=None, checkpoint_dir=None,
-                           lead=("meta",))
+    store = ChangelogStore(inner, producer, topic, partition, backoff=None, checkpoint_dir=None)
     store.write(writes)        # applies to `inner`, then sends one record per put/delete
     store.flush(timeout_s)     # waits for the broker's ack of every record sent so far; with
                                # a `backoff`, retries and re-sends until acked (GaveUp once
@@ -12,7 +11,7 @@ API (stable; `scope: key` and the `scope: global` index stage both use it)::
     store.end_offset           # changelog offset after the last acknowledged record (or -1)
     store.detach()             # from now on writes stay local (the partition moved away)
     store.close()              # closes `inner`; writes the checkpoint when in sync
-    open_state(settings, directory, producer, topic, partition, backoff, lead) -> (store, report)
+    open_state(settings, directory, producer, topic, partition, backoff) -> (store, report)
                                # the directory in sync with the changelog's end: only the
                                # tail after a valid checkpoint, else wiped and restored whole;
                                # with a `backoff`, a restore cut short starts again
@@ -28,15 +27,12 @@ store key; value = the stored value, or None (a tombstone, which compaction late
 delete is expanded into one tombstone per key, read from `inner` before the write is applied.
 Compaction keeps the newest record per key, which is exactly the store's content.
 
-Within one write the records of the `lead` column families go first (in that order), then the
-rest in write order: a crash can leave only a prefix of a write in the changelog. `meta` always
-leads: with the engine's sequence counter ahead of the seqs it covers, a restored store may skip
-seqs but never hands one out twice. An engine's state (scope `key`) leads with `ids` too
-(`ENGINE_LEAD`): with a message's id ahead of its doc, exact record and index entries, a restored
-store never holds those without the id, so the replayed message is recognised as itself instead
-of found in the index as a duplicate of its own earlier pass (an id without its doc: the message
-is decided again, as the first time). The index shards and the decide stage of scope `global`
-keep their write order, in which each probe's or message's records already come together.
+Within one write the `meta` records go first, then the rest in write order: a crash can leave
+only a prefix of a write in the changelog. With the engine's sequence counter ahead of the seqs
+it covers, a restored store may skip seqs but never hands one out twice; the engine writes its
+ids ahead of its docs and index entries (`Engine._record`), so a restored store never holds a
+message's doc without its id and a replayed message is recognised as itself (an id without its
+doc: the message is decided again, as the first time).
 
 The Bloom filter snapshot (`meta`/`bloom`, written by `Engine.checkpoint`) stays local: it is
 sized from rate and window (tens to hundreds of MB), far over Kafka's 1 MB default record
@@ -93,8 +89,6 @@ from . import checkpoint
 log = logging.getLogger(__name__)
 _TAG = {cf: bytes([i]) for i, cf in enumerate(COLUMN_FAMILIES)}
 LOCAL_ONLY = frozenset({("meta", BLOOM_SNAPSHOT_KEY)})
-# Column families whose records lead each write of an engine's state (see the module docstring).
-ENGINE_LEAD = ("meta", "ids")
 RESTORE_BATCH = 20_000  # records applied to the store per write while restoring
 FLUSH_SLICE_S = 1.0  # a flush waits in slices so that a shutdown request is noticed
 
@@ -109,13 +103,12 @@ def decode_key(record_key: bytes) -> tuple[str, bytes]:
     return COLUMN_FAMILIES[record_key[0]], record_key[1:]
 
 
-def changelog_records(inner: KVStore, writes: WriteSet, lead: tuple[str, ...] = ("meta",)
-                      ) -> list[tuple[bytes, bytes | None]]:
-    """The (key, value or None) records that mirror `writes`, those of the `lead` column families
-    first (see the module docstring), each range delete expanded to the keys it removes: those in
-    `inner` (call before the write is applied) and those the write's own ops put there."""
-    ops = [op for cf in lead for op in writes.ops if op[0] == cf]
-    ops += [op for op in writes.ops if op[0] not in lead]
+def changelog_records(inner: KVStore, writes: WriteSet) -> list[tuple[bytes, bytes | None]]:
+    """The (key, value or None) records that mirror `writes`, meta first, each range delete
+    expanded to the keys it removes: those in `inner` (call before the write is applied) and
+    those the write's own ops put there."""
+    ops = [op for op in writes.ops if op[0] == "meta"] + [op for op in writes.ops
+                                                           if op[0] != "meta"]
     out = [(encode_key(cf, key), value) for cf, key, value in ops
            if (cf, key) not in LOCAL_ONLY]
     for cf, start, end in writes.ranges:  # applied after the ops, so they cut those too
@@ -141,10 +134,8 @@ class ChangelogStore:
     (the directory of a RocksDB `inner`) makes `close` write its checkpoint when in sync."""
 
     def __init__(self, inner: KVStore, producer: KafkaProducer, topic: str, partition: int,
-                 backoff: Backoff | None = None, checkpoint_dir: str | None = None,
-                 lead: tuple[str, ...] = ("meta",)) -> None:
+                 backoff: Backoff | None = None, checkpoint_dir: str | None = None) -> None:
         self.inner = inner
-        self.lead = lead
         self.producer = producer
         self.topic = topic
         self.partition = partition
@@ -191,7 +182,7 @@ class ChangelogStore:
         """Apply locally, then send the changelog records (not waited for: see `flush`). A
         retriable send error leaves the records for `flush` to send."""
         if not self.detached:
-            self._records.extend(changelog_records(self.inner, writes, self.lead))
+            self._records.extend(changelog_records(self.inner, writes))
         self.inner.write(writes)
         try:
             self._send_rest()
@@ -333,7 +324,7 @@ def restore(inner: KVStore, settings: KafkaSettings, topic: str, partition: int,
 
 
 def open_state(settings: Settings, directory: str, producer: KafkaProducer, topic: str,
-               partition: int, backoff: Backoff | None = None, lead: tuple[str, ...] = ("meta",)
+               partition: int, backoff: Backoff | None = None
                ) -> tuple[ChangelogStore, RestoreReport]:
     """Open `directory` (`state.backend`) as the state of changelog (topic, partition), in
     sync with the changelog's end offset: after a trusted checkpoint only the records since
@@ -357,7 +348,7 @@ def open_state(settings: Settings, directory: str, producer: KafkaProducer, topi
         inner.close()
         raise
     store = ChangelogStore(inner, producer, topic, partition, backoff,
-                           directory if durable else None, lead)
+                           directory if durable else None)
     store.end_offset = report.end_offset
     return store, report
 

@@ -46,7 +46,6 @@ from ..kafka.retry import Backoff
 from ..kafka.topics import admin
 from ..records import Message, Verdict
 from .changelog import (
-    ENGINE_LEAD,
     ChangelogStore,
     changelog_end,
     changelog_producer,
@@ -144,8 +143,7 @@ class PartitionEngines(ConsumerRebalanceListener):
         changelog = self.changelog_of(tp)
         store, report = open_state(self.settings, os.path.join(self.state_root,
                                                                f"{topic}-{partition}"),
-                                   self.producer, changelog, partition, self.backoff,
-                                   ENGINE_LEAD)
+                                   self.producer, changelog, partition, self.backoff)
         log.info("partition restored partition=%s/%d changelog=%s records=%d bytes=%d "
                  "seconds=%.2f from_offset=%d end_offset=%d", topic, partition, changelog,
                  report.records, report.bytes, report.seconds, report.start_offset,

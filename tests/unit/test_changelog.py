@@ -16,7 +16,6 @@ from stream_dedup.errors import ServiceError
 from stream_dedup.kafka.retry import Backoff, GaveUp
 from stream_dedup.scale import changelog, checkpoint
 from stream_dedup.scale.changelog import (
-    ENGINE_LEAD,
     LOCAL_ONLY,
     ChangelogStore,
     CheckpointMismatch,
@@ -162,10 +161,9 @@ def test_meta_goes_first_and_the_bloom_snapshot_stays_local() -> None:
 
 def test_a_crash_mid_write_never_makes_a_replayed_message_its_own_duplicate() -> None:
     """Whatever prefix of a batch's records reached the changelog before a crash, the batch
-    replayed on the restored store calls no message a duplicate of itself. In write order (a
-    message's doc and index entries ahead of its id), a prefix cut between them made the replay
-    find the message's own doc and call it a near copy of itself: an engine's state leads with
-    its ids (`ENGINE_LEAD`)."""
+    replayed on the restored store calls no message a duplicate of itself. With a message's doc
+    and index entries ahead of its id in the engine's write, a prefix cut between them made the
+    replay find the message's own doc and call it a near copy of itself."""
     from stream_dedup.engine import Engine
     from stream_dedup.records import Message
 
@@ -175,8 +173,7 @@ def test_a_crash_mid_write_never_makes_a_replayed_message_its_own_duplicate() ->
              Message("d", "新款笔记本电脑的电池续航只有三个小时，键盘手感一般", 4000),
              Message("e", "这家酒店的服务态度非常好，房间干净整洁，早餐品种丰富", 5000)]
     producer = FakeProducer()
-    engine = Engine(Settings(), ChangelogStore(MemoryStore(), producer, "cl", 0,
-                                               lead=ENGINE_LEAD))
+    engine = Engine(Settings(), ChangelogStore(MemoryStore(), producer, "cl", 0))
     engine.process(first)
     before = len(producer.sent)
     expected = [(v.id, v.decision, v.matched_id) for v in engine.process(batch)]
