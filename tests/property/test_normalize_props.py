@@ -1,10 +1,20 @@
+import re
 import unicodedata
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stream_dedup.normalize import Normalizer, nfkc
+from stream_dedup.normalize import (
+    _NFKC_TABLE,
+    _SHORT_LINK,
+    PARAGRAPH_BREAK,
+    Normalizer,
+    _content_table,
+    _keep_content,
+    _remover,
+    nfkc,
+)
 
 pytestmark = pytest.mark.property
 NORMALIZER = Normalizer()
@@ -31,3 +41,41 @@ def test_output_keeps_letters_and_digits_only(text: str) -> None:
 @given(st.text(max_size=30))
 def test_fast_nfkc_equals_unicodedata(text: str) -> None:
     assert nfkc(text) == unicodedata.normalize("NFKC", text)
+
+
+# Characters the numpy steps treat apart: the batch's newline, "_", the paragraph break, NFKC forms
+# of one and of several characters, combining marks, and letters, digits and symbols beyond the BMP.
+special = st.sampled_from(
+    list("\n_\u2029 a1Ａ１…㎡ﬁ\u0301\u3099가\u00b7\U00020000\U0001d400\U0001d7d9\U0001f602\U00010140")
+)
+unicodeish = st.text(alphabet=special | st.characters(), max_size=60)
+
+
+@settings(max_examples=500, deadline=None)
+@given(unicodeish, st.sampled_from(["", PARAGRAPH_BREAK]))
+def test_symbols_step_equals_the_regexes(text: str, keep: str) -> None:
+    regexes = re.sub(rf"[^\w\n{keep}]+", "", text).replace("_", "")
+    assert _keep_content(_content_table(keep), text) == regexes
+
+
+def translated_nfkc(text: str) -> str:
+    """The former nfkc: str.translate of the table (which a regex split into runs sped up)."""
+    text = text.translate(_NFKC_TABLE)
+    return text if unicodedata.is_normalized("NFKC", text) else unicodedata.normalize("NFKC", text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(unicodeish)
+def test_nfkc_equals_the_translated_table(text: str) -> None:
+    assert nfkc(text) == translated_nfkc(text)
+
+
+# Pieces of short links, and what the pattern's classes take case-insensitively (K: KELVIN SIGN).
+link_pieces = ["t", ".cn/", ".CN/", ".com/", ".io", "ab-9", "_", "/", ".", "\n", " ", "好", "Ab", "\u212a"]
+linkish = st.lists(st.sampled_from([*link_pieces, "a" * 19]), max_size=30).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(linkish, st.sampled_from([0, re.I]))
+def test_short_link_step_equals_the_whole_batch_sub(text: str, flags: int) -> None:
+    assert _remover(_SHORT_LINK, flags)(text) == re.compile(_SHORT_LINK, flags).sub(" ", text)

@@ -1,6 +1,16 @@
+import re
+
 import pytest
 
-from stream_dedup.normalize import Normalizer, NormalizeSettings
+from stream_dedup.normalize import (
+    _NFKC_TABLE,
+    PARAGRAPH_BREAK,
+    Normalizer,
+    NormalizeSettings,
+    _content_table,
+    _keep_content,
+    _per_character_nfkc,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -51,3 +61,20 @@ def test_nfkc_equals_unicodedata() -> None:
         text = "".join(rng.choice(pool) for _ in range(rng.randint(0, 40)))
         assert nfkc(text) == unicodedata.normalize("NFKC", text)
     assert nfkc("ＡＢＣ１２３，！") == "ABC123,!"
+
+
+def every_code_point() -> str:
+    """Each code point once (lone surrogates too): a per-character step keeps or maps each."""
+    return "".join(map(chr, range(0x110000)))
+
+
+@pytest.mark.parametrize("keep", ["", PARAGRAPH_BREAK])
+def test_symbols_step_keeps_what_the_regexes_kept(keep: str) -> None:
+    text = every_code_point()
+    regexes = re.sub(rf"[^\w\n{keep}]+", "", text).replace("_", "")
+    assert _keep_content(_content_table(keep), text) == regexes
+
+
+def test_per_character_nfkc_is_the_table() -> None:
+    text = every_code_point()
+    assert _per_character_nfkc(text) == text.translate(_NFKC_TABLE)
