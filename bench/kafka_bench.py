@@ -50,7 +50,7 @@ from pathlib import Path
 from kafka import KafkaConsumer, TopicPartition
 
 from stream_dedup.config import KafkaSettings, Settings
-from stream_dedup.engine import Engine
+from stream_dedup.engine import LOOKUPS_ONLY, Engine
 from stream_dedup.kafka.broker import LocalBroker
 from stream_dedup.kafka.demo import default_input, service_env
 from stream_dedup.kafka.produce import new_producer, send_lines
@@ -122,7 +122,7 @@ def throughput(settings: Settings, lines: list[bytes], profile: bool) -> dict[st
     shutdown = Shutdown(k.shutdown_timeout_s)
     backoff = Backoff(k.retry_backoff_s, k.retry_backoff_max_s, shutdown.expired)
     state = tempfile.mkdtemp(prefix="kafka-bench-state-")
-    engine = Engine(settings, open_store("rocksdb", state))
+    engine = Engine(settings, open_store("rocksdb", state, lookups_only=LOOKUPS_ONLY))
     source = Timed(KafkaSource(k, backoff))
     service = Service(settings, engine, source, KafkaSink(k, backoff), shutdown)
     service.check_topics()  # as `stream-dedup run` does before its first poll

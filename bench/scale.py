@@ -19,6 +19,7 @@ import time
 import numpy as np
 
 from stream_dedup.config import Settings
+from stream_dedup.engine import LOOKUPS_ONLY
 from stream_dedup.index.layout import make_layout
 from stream_dedup.index.probe import BatchProbe
 from stream_dedup.index.tables import ENTRY, bucket_key
@@ -73,7 +74,7 @@ def main() -> None:
     layout = make_layout(args.layout, args.k)
     rng = np.random.default_rng(7)
     with tempfile.TemporaryDirectory(prefix="stream-dedup-scale-") as tmp:
-        store = open_store("rocksdb", args.state or f"{tmp}/state")
+        store = open_store("rocksdb", args.state or f"{tmp}/state", lookups_only=LOOKUPS_ONLY)
         stored = 0
         print(f"layout {args.layout} k={args.k}: {len(layout.tables)} tables")
         print(f"{'stored':>12} {'us/query':>9} {'cand/query':>11} {'us/cand':>8} "

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from .config import Settings
 from .decode import decode
-from .engine import Engine
+from .engine import LOOKUPS_ONLY, Engine
 from .errors import InputError
 from .files import read_lines
 from .records import Message, Verdict
@@ -42,7 +42,8 @@ def _verdicts(messages: list[Message], settings: Settings,
               progress: Callable[[int], None] | None) -> list[Verdict]:
     out: list[Verdict] = []
     with tempfile.TemporaryDirectory(prefix="stream-dedup-audit-") as tmp:
-        engine = Engine(settings, open_store(settings.state.backend, f"{tmp}/state"))
+        engine = Engine(settings, open_store(settings.state.backend, f"{tmp}/state",
+                                             lookups_only=LOOKUPS_ONLY))
         size = settings.engine.batch_size
         for start in range(0, len(messages), size):
             out.extend(engine.process(messages[start : start + size]))

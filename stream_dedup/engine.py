@@ -49,6 +49,9 @@ FORMAT_VERSION = 1
 _META_COUNTERS = b"counters"
 _META_FORMAT = b"format"
 STAGES = ("normalize", "exact", "fingerprint", "index", "verify", "write")
+# The tables the engine (and its expiry) reads by key only, never by range: its store may keep
+# them in hash memtables (`state.open_store`).
+LOOKUPS_ONLY = ("anchors", "blocks", "exact")
 
 
 @dataclass(slots=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..config import Settings
-from ..engine import Engine
+from ..engine import LOOKUPS_ONLY, Engine
 from ..records import Message
 from ..state import open_store
 
@@ -20,7 +20,7 @@ class EngineDetector:
     def __init__(self, settings: Settings, state_path: str, name: str = "stream-dedup") -> None:
         self.name = name
         store = open_store(settings.state.backend, state_path, settings.state.block_cache_mb,
-                           settings.state.sync_writes)
+                           settings.state.sync_writes, LOOKUPS_ONLY)
         self.engine = Engine(settings, store)
 
     def flags(self, batch: Sequence[Message]) -> list[bool]:

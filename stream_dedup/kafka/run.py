@@ -14,7 +14,7 @@ from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from prometheus_client import CollectorRegistry
 
 from ..config import MetricsSettings, Settings
-from ..engine import Engine
+from ..engine import LOOKUPS_ONLY, Engine
 from ..errors import ConfigError, ServiceError
 from ..health import MetricsServer, Readiness, ReadyCheck, tls_context
 from ..metrics import ServiceMetrics
@@ -109,7 +109,7 @@ def _decider(settings: Settings, root: str,
         return engines, engines
     st = settings.state
     return Engine(settings, open_store(st.backend, root, st.block_cache_mb,
-                                       st.sync_writes)), None
+                                       st.sync_writes, LOOKUPS_ONLY)), None
 
 
 def serve(settings: Settings, state_path: str | None = None) -> ServiceStats:

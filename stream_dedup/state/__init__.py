@@ -2,15 +2,19 @@
 dict-backed reference implementation for tests. The engine's tables are written against the
 contract, never against rocksdict directly."""
 
+from collections.abc import Collection
+
 from .store import COLUMN_FAMILIES, KVStore, MemoryStore, WriteSet
 
 __all__ = ["COLUMN_FAMILIES", "KVStore", "MemoryStore", "WriteSet", "open_store"]
 
 
-def open_store(backend: str, path: str, block_cache_mb: int = 256, sync: bool = False) -> KVStore:
-    """Open the configured backend (`state.backend`)."""
+def open_store(backend: str, path: str, block_cache_mb: int = 256, sync: bool = False,
+               lookups_only: Collection[str] = ()) -> KVStore:
+    """Open the configured backend (`state.backend`); `lookups_only`: the tables the user reads
+    by key only (`rocksdb.RocksStore`)."""
     if backend == "memory":
         return MemoryStore()
     from .rocksdb import RocksStore
 
-    return RocksStore(path, block_cache_mb=block_cache_mb, sync=sync)
+    return RocksStore(path, block_cache_mb=block_cache_mb, sync=sync, lookups_only=lookups_only)

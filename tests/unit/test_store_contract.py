@@ -1,18 +1,23 @@
 """The same contract for the reference store and RocksDB."""
 
+import random
 from pathlib import Path
 
 import pytest
 
 from stream_dedup.errors import StateError
-from stream_dedup.state import MemoryStore, WriteSet, open_store
+from stream_dedup.state import COLUMN_FAMILIES, MemoryStore, WriteSet, open_store
 
 pytestmark = pytest.mark.unit
 
 
-@pytest.fixture(params=["memory", "rocksdb"])
+@pytest.fixture(params=["memory", "rocksdb", "rocksdb-hashed"])
 def store(request: pytest.FixtureRequest, tmp_path: Path):
-    s = MemoryStore() if request.param == "memory" else open_store("rocksdb", str(tmp_path / "s"))
+    if request.param == "memory":
+        s = MemoryStore()
+    else:  # "rocksdb-hashed": every table in hash memtables, scans included
+        hashed = COLUMN_FAMILIES if request.param == "rocksdb-hashed" else ()
+        s = open_store("rocksdb", str(tmp_path / "s"), lookups_only=hashed)
     yield s
     s.close()
 
@@ -56,3 +61,34 @@ def test_rocksdb_memtable_bloom_only_where_lookups_miss(tmp_path: Path) -> None:
         if "memtable_whole_key_filtering=true" in section
     }
     assert filtered == {"anchors", "blocks", "ids"}
+
+
+def test_rocksdb_hash_memtables_only_where_asked(tmp_path: Path) -> None:
+    s = open_store("rocksdb", str(tmp_path / "s"), lookups_only=("anchors", "exact"))
+    s.close()
+    text = max((tmp_path / "s").glob("OPTIONS-*")).read_text()
+    hashed = {
+        section.split('"')[1]
+        for section in text.split("[CFOptions ")[1:]
+        if "id=HashLinkListRepFactory" in section
+    }
+    assert hashed == {"anchors", "exact"}
+
+
+def test_hashed_table_scans_in_key_order_before_and_after_reopen(tmp_path: Path) -> None:
+    """A scan of a hashed table crosses buckets in key order, in the memtable (a sorted copy)
+    and in the files a reopen flushed it to; keys shorter than the bucket prefix included."""
+    rng = random.Random(3)
+    keys = sorted({rng.randbytes(rng.choice((3, 8, 9, 12))) for _ in range(3000)})
+    w = WriteSet()
+    for k in keys:
+        w.put("blocks", k, k[::-1])
+    for reopen in (False, True):
+        s = open_store("rocksdb", str(tmp_path / "s"), lookups_only=("blocks",))
+        if not reopen:
+            s.write(w)
+        lo, hi = keys[500], keys[2500]
+        assert list(s.scan("blocks", lo, hi)) == [(k, k[::-1]) for k in keys[500:2500]]
+        found = s.get_many("blocks", [*keys[:50], b"\x00absent!"])
+        assert found == [*(k[::-1] for k in keys[:50]), None]
+        s.close()
