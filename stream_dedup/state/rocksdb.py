@@ -8,11 +8,11 @@ lookups mostly miss (anchors, blocks, ids) also keep a Bloom filter over their m
 then skips the skiplist search, most of a lookup's cost while the recent state is in memory
 (lookups 0.5x, writes 1.1x: the filter costs an insert a hash).
 
-Tables that a store's user reads by key only (`lookups_only`: the engine's index and exact
-records) keep their memtable in a hash table of linked lists instead of a skiplist: a skiplist
-insert or hit in a memtable of ~100k random keys is a walk of cache misses (~2 us each on this
-machine kind), a bucket one or two. Measured in the engine on the dev stream: state reads 6.9 ->
-6.0 us a message, writes 8.1 -> 6.5. The price is iteration: a scan of such a table sorts a copy
+Tables that a store's user reads by key only (`lookups_only`: the engine's anchor postings and
+exact records) keep their memtable in a hash table of linked lists instead of a skiplist: a
+skiplist insert or hit in a memtable of ~100k random keys is a walk of cache misses (~2 us each on
+this machine kind), a bucket one or two. Measured in the engine on the dev stream: state reads
+7.6 -> 6.8 us a message, writes 8.9 -> 7.2. The price is iteration: a scan of such a table sorts a copy
 of its memtable, so stores whose users scan in their hot path (the global scope's index shards)
 keep skiplists. A hash memtable cannot take concurrent writes, which this store never makes (one
 writer, one write batch at a time): that option is off for every table.
