@@ -12,10 +12,10 @@ Tables that a store's user reads by key only (`lookups_only`: the engine's ancho
 exact records) keep their memtable in a hash table of linked lists instead of a skiplist: a
 skiplist insert or hit in a memtable of ~100k random keys is a walk of cache misses (~2 us each on
 this machine kind), a bucket one or two. Measured in the engine on the dev stream: state reads
-7.6 -> 6.8 us a message, writes 8.9 -> 7.2. The price is iteration: a scan of such a table sorts a copy
-of its memtable, so stores whose users scan in their hot path (the global scope's index shards)
-keep skiplists. A hash memtable cannot take concurrent writes, which this store never makes (one
-writer, one write batch at a time): that option is off for every table.
+7.6 -> 6.8 us a message, writes 8.9 -> 7.2. The price is iteration: a scan of such a table sorts
+a copy of its memtable, so stores whose users scan in their hot path (the global scope's index
+shards) keep skiplists. A hash memtable cannot take concurrent writes, which this store never
+makes (one writer, one write batch at a time): that option is off for every table.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from .store import COLUMN_FAMILIES, WriteSet
 _MOSTLY_MISSED = ("anchors", "blocks", "ids")
 _MEMTABLE_BLOOM_RATIO = 0.02  # of the write buffer: 1.3 MB for a 64 MB memtable
 _HASH_PREFIX = 8  # the first bytes of a key (all of a shorter one) pick its bucket
-_HASH_BUCKETS = 1 << 18  # ~1 key a bucket in a 64 MB memtable of index entries (2 MB)
+_HASH_BUCKETS = 1 << 18  # ~1 key a bucket in a 64 MB memtable of anchor postings (2 MB)
 
 
 def _options(cache: Cache, lookups_miss: bool = False, hashed: bool = False) -> Options:
