@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from .config import VerifySettings
 from .records import Decision, Verdict
-from .verify import similarity, verify
+from .verify import verify
 
 
 @dataclass(slots=True)  # not frozen: a frozen init costs 4x, made per pair
@@ -23,7 +23,7 @@ class Candidate:
     text: str  # normalized
     fp: int  # its Simhash
     distance: int  # Simhash distance the index measured, or -1: found by shared anchors only
-    grams: frozenset[int]  # `verify.bigrams(text)`, cached by the caller
+    measured: tuple[float, str]  # `verify.similarity` to the message, measured by the caller
 
 
 def rank_key(candidate: tuple[int, int, int]) -> tuple[int, int]:
@@ -33,22 +33,19 @@ def rank_key(candidate: tuple[int, int, int]) -> tuple[int, int]:
     return -shared, dist if dist >= 0 else 255
 
 
-def closest_verdict(message_id: str, text: str, fp: int, grams: frozenset[int],
-                    candidates: Sequence[Candidate], settings: VerifySettings) -> Verdict:
+def closest_verdict(message_id: str, text: str, fp: int, candidates: Sequence[Candidate],
+                    settings: VerifySettings) -> Verdict:
     """Verify `candidates` (ranked best first) against the message.
 
     The closest earlier text decides: candidates are tried in order of similarity and the first
     that is a duplicate or only related settles it, so a reprint of a dropped-clause copy cannot
     hide a changed date that the full original shows.
     """
-    scored = [(similarity(c.grams, grams, len(c.text), len(text), settings), c)
-              for c in candidates]
-    scored.sort(key=lambda item: -item[0][0])
     refused: tuple[str, str, int, float] | None = None
     apart: tuple[str, str, int, float] | None = None  # the first one a rule set apart
     too_short = False
-    for measured, c in scored:
-        check = verify(c.text, text, c.grams, grams, settings, measured)
+    for c in sorted(candidates, key=lambda c: -c.measured[0]):
+        check = verify(c.text, text, settings, c.measured)
         distance = (int(c.fp) ^ int(fp)).bit_count() if c.distance < 0 else c.distance
         if check.duplicate:
             return Verdict(message_id, Decision.NEAR,

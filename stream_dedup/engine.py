@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import fingerprint as fpr
-from . import meaning, scope
+from . import meaning, scope, verify
 from .config import Settings
 from .decide import Candidate, closest_verdict, rank_key, unique
 from .docs import Doc, encode_doc, seq_key, ttl_key
@@ -43,7 +43,6 @@ from .normalize import Normalizer
 from .records import Decision, Message, Verdict
 from .state.store import KVStore, WriteSet
 from .strategies import make_strategy
-from .verify import bigram_sets
 
 FORMAT_VERSION = 1
 _META_COUNTERS = b"counters"
@@ -92,11 +91,11 @@ class Engine:
         self._strategy = make_strategy(settings.fingerprint)
         if settings.verify.meaning_classes:
             meaning.warm_up()
+        verify.warm_up()
         self._layout = make_layout(
             settings.index.layout, settings.index.max_distance, settings.index.blocks
         )
         self._window_ms = int(settings.window.seconds * 1000)
-        self._grams: dict[int, frozenset[int]] = {}
         self._recent: dict[int, tuple[str, str, int, int]] = {}
         self.exact = ExactStage(settings.exact, settings.window.seconds, store)
         self._check_format()
@@ -306,25 +305,33 @@ class Engine:
         if len(recent) > 200_000:  # what recent batches indexed, so candidates skip the disk
             recent.clear()
         recent.update((p.seq, (p.text, p.msg.id, p.fp, p.msg.timestamp_ms)) for p in near)
-        grams = self._grams
-        if len(grams) > 200_000:  # bigram sets of recent candidates, reused across batches
-            grams.clear()
         entries.update((p.seq, (p.text, p.msg.id, p.fp)) for p in near)
-        needed = {p.seq for p, cands in zip(near, candidates, strict=True) if cands}
-        needed.update(seq for cands in candidates for seq, _, _ in cands if seq in entries)
-        missing = [seq for seq in needed if seq not in grams]
-        grams.update(zip(missing, bigram_sets([entries[seq][0] for seq in missing]), strict=True))
+        found = [[(seq, dist) for seq, dist, _ in cands if seq in entries]  # else expired meanwhile
+                 for cands in candidates]
+        measured = iter(self._measure(near, found, entries))
         vs = self.settings.verify
-        for p, cands in zip(near, candidates, strict=True):
+        for p, cands in zip(near, found, strict=True):
             if not cands:
                 p.verdict = unique(p.msg.id, None, False)
                 continue
-            found = []
-            for seq, dist, _shared in cands:
-                entry = entries.get(seq)
-                if entry is not None:  # else expired meanwhile
-                    found.append(Candidate(entry[1], entry[0], entry[2], dist, grams[seq]))
-            p.verdict = closest_verdict(p.msg.id, p.text, p.fp, grams[p.seq], found, vs)
+            ranked = []
+            for seq, dist in cands:
+                text, ident, fp = entries[seq]
+                ranked.append(Candidate(ident, text, fp, dist, next(measured)))
+            p.verdict = closest_verdict(p.msg.id, p.text, p.fp, ranked, vs)
+
+    def _measure(self, near: list[_Pending], found: list[list[tuple[int, int]]],
+                 entries: dict[int, tuple[str, str, int]]) -> list[tuple[float, str]]:
+        """`verify.similarity` of every (candidate, message) pair of the batch, message by
+        message, in one call: each text once, however many messages it is a candidate of."""
+        where: dict[int, int] = {}  # seq -> index of its text
+        first, second = [], []
+        for p, cands in zip(near, found, strict=True):
+            for seq, _ in cands:
+                first.append(where.setdefault(seq, len(where)))
+                second.append(where.setdefault(p.seq, len(where)))
+        return verify.similarities([entries[seq][0] for seq in where], first, second,
+                                   self.settings.verify)
 
     def _record(self, pending: list[_Pending], fresh: list[_Pending],
                 tables: BatchProbe) -> None:

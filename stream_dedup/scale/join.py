@@ -34,7 +34,7 @@ from ..decide import Candidate, closest_verdict, rank_key
 from ..docs import Doc
 from ..records import Decision, Verdict
 from ..state.store import KVStore, WriteSet
-from ..verify import bigrams
+from ..verify import similarities, warm_up
 from .probes import (
     BLOCK,
     EXACT,
@@ -103,6 +103,7 @@ class Join:
         self.sweeper = Sweeper(int(settings.window.seconds * 1000), ("ids",), _event_ms)
         newest = store.get_many("meta", [_NEWEST])[0]
         self._max_ts = struct.unpack("<q", newest)[0] if newest else 0
+        warm_up()
 
     def add(self, originals: Sequence[Original], answers: Sequence[Answer]) -> list[Decided]:
         """Take a batch in; return the messages it completed, and the replayed originals."""
@@ -172,11 +173,13 @@ class Join:
         ranked = sorted(((rank_key((0, d, s)), (h.ts_ms, h.message_id.encode()), d, h)
                          for d, s, h in found.values() if d >= 0 or s >= need),
                         key=lambda item: item[:2])
-        limit = self._settings.index.max_candidates
-        candidates = [Candidate(h.message_id, h.text, h.fp, d, bigrams(h.text))
-                      for _, _, d, h in ranked[:limit]]
-        return closest_verdict(o.message_id, o.text, o.fp, bigrams(o.text), candidates,
-                               self._settings.verify)
+        hits = [(d, h) for _, _, d, h in ranked[:self._settings.index.max_candidates]]
+        texts = [o.text, *(h.text for _, h in hits)]  # each candidate measured against texts[0]
+        measured = similarities(texts, range(1, len(texts)), [0] * len(hits),
+                                self._settings.verify)
+        candidates = [Candidate(h.message_id, h.text, h.fp, d, m)
+                      for (d, h), m in zip(hits, measured, strict=True)]
+        return closest_verdict(o.message_id, o.text, o.fp, candidates, self._settings.verify)
 
     def _anchor_need(self, anchors: int) -> int:
         """Shared anchors an anchor-only candidate needs: a fifth of the message's (at least

@@ -5,7 +5,7 @@ import pytest
 from stream_dedup.config import VerifySettings
 from stream_dedup.meaning import classify
 from stream_dedup.normalize import Normalizer
-from stream_dedup.verify import bigrams, verify
+from stream_dedup.verify import verify
 
 pytestmark = pytest.mark.unit
 NORM = Normalizer()
@@ -55,19 +55,10 @@ def test_reprints_change_no_meaning(first: str, second: str) -> None:
 
 def test_classes_can_be_switched_off() -> None:
     a, b = "今天深市上涨了百分之三", "昨天深市上涨了百分之三"
-    on = verify(a, b, bigrams(a), bigrams(b), VerifySettings())
-    off = verify(a, b, bigrams(a), bigrams(b), VerifySettings(related_date=False))
+    on = verify(a, b, VerifySettings())
+    off = verify(a, b, VerifySettings(related_date=False))
     assert not on.duplicate and on.guard == "date"
     assert off.duplicate
-
-
-def test_bigram_sets_equal_bigrams_one_at_a_time() -> None:
-    from stream_dedup.verify import bigram_sets
-
-    texts = ["", "a", "ab", "今天天气很好", "好"]
-    assert bigram_sets(texts) == [bigrams(t) for t in texts]
-    assert bigrams("ab") == frozenset({(ord("a") << 21) | ord("b")})
-    assert bigrams("a") == frozenset({ord("a")})
 
 
 def test_word_at_is_the_longest_covering_word_leftmost_first() -> None:
