@@ -287,13 +287,24 @@ class RollingBloom:
     def _query(
         self, word: npt.NDArray[np.intp], mask: npt.NDArray[np.uint64]
     ) -> npt.NDArray[np.bool_]:
-        # Every row is a live generation (rows rotated in are zero and never match). One row at
-        # a time keeps the gathered words small: a (generations, k, n) temporary is slower.
-        found = np.zeros(word.shape[1], dtype=bool)
-        for row in self._bits:
-            probed = row.take(word)
-            probed &= mask
-            found |= probed.astype(bool).all(axis=0)
+        # Every row is a live generation (rows rotated in are zero and never match). Probe by
+        # probe over the (row, key) pairs whose bits were all set so far: a pair leaves at its
+        # first clear bit, so a new key costs about 1 / (1 - fill) probes a row, not k. 1000 keys,
+        # k = 9, 4 rows: 0.08-0.1 µs a key with empty rows, 0.22-0.25 µs at fill 0.5 (gathering
+        # all k probes of each row: 0.43-0.5 µs).
+        n = word.shape[1]
+        words = self.sizing.words_per_generation
+        bits = self._bits.reshape(-1)  # a view: the bits are made C-contiguous, written in place
+        pair = np.arange(self.sizing.generations * n)  # row * n + key
+        for probe_word, probe_mask in zip(word, mask, strict=True):
+            if not pair.size:
+                break
+            row, key = np.divmod(pair, n)
+            probed = bits.take(row * words + probe_word.take(key))
+            probed &= probe_mask.take(key)
+            pair = pair[probed.astype(bool)]
+        found = np.zeros(n, dtype=bool)
+        found[pair % n] = True
         return found
 
     def _rotate_to(self, generation: int) -> None:
@@ -325,7 +336,8 @@ class RollingBloom:
             running = np.maximum(running, self._newest)
         cuts = np.flatnonzero(running[1:] != running[:-1]) + 1
         word, mask = self._positions(keys)
-        g = self.sizing.generations
+        g, words = self.sizing.generations, self.sizing.words_per_generation
+        bits = self._bits.reshape(-1)  # a view, as in `_query`
         bounds = [0, *cuts.tolist(), keys.size]
         for lo, hi in pairwise(bounds):
             newest = int(running[lo])
@@ -334,8 +346,20 @@ class RollingBloom:
                 found[lo:hi] = self._query(word[:, lo:hi], mask[:, lo:hi]) | _repeats(keys[lo:hi])
             # gens <= newest here; older than the oldest live generation goes to the oldest.
             rows = np.maximum(gens[lo:hi], newest - g + 1) % g
-            np.bitwise_or.at(self._bits, (rows, word[:, lo:hi]), mask[:, lo:hi])
+            _or_at(bits, (rows * words + word[:, lo:hi]).ravel(), mask[:, lo:hi].ravel())
         return found
+
+
+def _or_at(bits: npt.NDArray[np.uint64], index: npt.NDArray[np.intp],
+           masks: npt.NDArray[np.uint64]) -> None:
+    """`np.bitwise_or.at(bits, index, masks)`, the same bits at a quarter of the cost (1000 keys,
+    k = 9, a 22 MB row: 0.17 µs a key, `bitwise_or.at` 0.63): one gather, OR and scatter. A word
+    indexed more than once keeps one of its masks from the scatter; the masks it lost are ORed
+    in again (a dozen words a batch)."""
+    bits[index] = bits.take(index) | masks
+    lost = np.flatnonzero((bits.take(index) & masks) != masks)
+    if lost.size:
+        np.bitwise_or.at(bits, index[lost], masks[lost])
 
 
 def _as_keys(keys: npt.ArrayLike) -> npt.NDArray[np.uint64]:

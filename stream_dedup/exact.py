@@ -9,7 +9,6 @@ anything is called a duplicate. A false positive costs one lookup and never drop
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 
 import numpy as np
 import xxhash
@@ -19,14 +18,7 @@ from .config import ExactSettings
 from .state.store import KVStore, WriteSet
 
 _SNAPSHOT_KEY = b"bloom"
-
-
-@dataclass(frozen=True, slots=True)
-class ExactMatch:
-    """The first message with the same normalized text."""
-
-    seq: int
-    id: str
+_U64 = struct.Struct(">Q")
 
 
 def text_hash(text: str) -> int:
@@ -35,11 +27,11 @@ def text_hash(text: str) -> int:
 
 
 def exact_key(h: int) -> bytes:
-    return struct.pack(">Q", h)
+    return _U64.pack(h)
 
 
 def exact_value(seq: int, message_id: str) -> bytes:
-    return struct.pack(">Q", seq) + message_id.encode("utf-8")
+    return _U64.pack(seq) + message_id.encode("utf-8")
 
 
 class ExactStage:
@@ -63,7 +55,7 @@ class ExactStage:
         data = self._store.get_many("meta", [_SNAPSHOT_KEY])[0]
         if data is None:
             return 0
-        covered = struct.unpack(">Q", data[:8])[0]
+        covered = _U64.unpack_from(data)[0]
         try:
             self.bloom = RollingBloom.restore(data[8:], self.sizing)
         except ValueError:  # sized differently by an older config: rebuild from the records
@@ -71,19 +63,13 @@ class ExactStage:
         return covered
 
     def snapshot(self, covered_seq: int, writes: WriteSet) -> None:
-        writes.put("meta", _SNAPSHOT_KEY, struct.pack(">Q", covered_seq) + self.bloom.snapshot())
+        writes.put("meta", _SNAPSHOT_KEY, _U64.pack(covered_seq) + self.bloom.snapshot())
 
     def maybe_seen(self, hashes: np.ndarray, ts_ms: np.ndarray) -> np.ndarray:
         """Bloom test-and-add; True where the hash may have been seen before (or earlier here)."""
-        return self.bloom.contains_add(hashes.astype(np.uint64), ts_ms.astype(np.int64))
+        return self.bloom.contains_add(hashes, ts_ms)
 
-    def confirm(self, hashes: list[int]) -> list[ExactMatch | None]:
-        """The stored first message of each hash, or None (a Bloom false positive)."""
-        values = self._store.get_many("exact", [exact_key(h) for h in hashes])
-        found: list[ExactMatch | None] = []
-        for value in values:
-            if value is None:
-                found.append(None)
-            else:
-                found.append(ExactMatch(struct.unpack(">Q", value[:8])[0], value[8:].decode()))
-        return found
+    def confirm(self, hashes: list[int]) -> list[str | None]:
+        """The id of the stored first message of each hash, or None (a Bloom false positive)."""
+        values = self._store.get_many("exact", list(map(exact_key, hashes)))
+        return [None if value is None else value[8:].decode() for value in values]

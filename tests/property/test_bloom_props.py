@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stream_dedup.bloom import BloomSizing, RollingBloom
+from stream_dedup.bloom import BloomSizing, RollingBloom, _or_at
 
 pytestmark = pytest.mark.property
 
@@ -92,3 +92,28 @@ def test_a_batch_leaves_the_same_bits_as_one_key_at_a_time(batches) -> None:
         # One at a time may also report false positives caused by keys earlier in the batch.
         assert all(hit <= alone for hit, alone in zip(found, one_by_one, strict=True))
         assert batched.snapshot() == single.snapshot()
+
+
+@given(st.lists(st.tuples(st.integers(0, 7), st.integers(0, 2**64 - 1)), max_size=40))
+def test_or_at_sets_the_bits_bitwise_or_at_sets(writes: list[tuple[int, int]]) -> None:
+    """Words written more than once included (8 words, up to 40 writes)."""
+    index = np.array([i for i, _ in writes], dtype=np.intp)
+    masks = np.array([m for _, m in writes], dtype=np.uint64)
+    ours, reference = np.zeros(8, dtype=np.uint64), np.zeros(8, dtype=np.uint64)
+    _or_at(ours, index, masks)
+    np.bitwise_or.at(reference, index, masks)
+    assert ours.tolist() == reference.tolist()
+
+
+words_st = st.sampled_from([0, 2**64 - 1]) | st.integers(0, 2**64 - 1)
+
+
+@given(st.lists(words_st, min_size=42, max_size=42), st.lists(keys_st, max_size=20))
+def test_a_key_is_found_when_one_row_has_all_its_bits(bits: list[int], probes: list[int]) -> None:
+    bloom = RollingBloom(SIZING)  # 3 rows of 14 words
+    bloom._bits[...] = np.array(bits, dtype=np.uint64).reshape(bloom._bits.shape)
+    keys = np.array(probes, dtype=np.uint64)
+    word, mask = bloom._positions(keys)
+    expected = [any(all(int(row[w]) & int(m) for w, m in zip(word[:, i], mask[:, i], strict=True))
+                    for row in bloom._bits) for i in range(keys.size)]
+    assert bloom.contains(keys).tolist() == expected
