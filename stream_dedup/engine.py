@@ -94,6 +94,7 @@ class Engine:
         if settings.verify.meaning_classes:
             meaning.warm_up()
         verify.warm_up()
+        fpr.warm_up()
         self._layout = make_layout(
             settings.index.layout, settings.index.max_distance, settings.index.blocks
         )

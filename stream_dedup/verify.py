@@ -17,14 +17,13 @@ sorted distinct bigrams (`similarities`); `similarity` is that call on one pair.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
-from numba import njit
 
 from .config import VerifySettings
+from .jit import compiled as _compiled
 from .meaning import added_passage, classify
 
 
@@ -74,16 +73,6 @@ def warm_up() -> None:
     """Compile the kernels now rather than inside the first batch: ~3 s, or ~0.35 s loaded from
     numba's cache."""
     similarities(["ab", "abc"], [0], [1], VerifySettings())
-
-
-def _compiled(kernel: Callable[..., Any]) -> Callable[..., Any]:
-    """`numba.njit` with numba's on-disk cache (~3 s of compiling per process without it).
-    Where no cache directory is writable (a read-only root file system with HOME on it) numba
-    refuses `cache=True` on import, so the kernel is compiled in each process instead."""
-    try:
-        return njit(cache=True)(kernel)
-    except RuntimeError:
-        return njit(kernel)
 
 
 @_compiled

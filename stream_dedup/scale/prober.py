@@ -46,6 +46,7 @@ class Prober:
         self._strategy = make_strategy(settings.fingerprint)
         i = settings.index
         self._layout = make_layout(i.layout, i.max_distance, i.blocks)
+        fpr.warm_up()  # the compiled kernels load (or compile) now, not in the first batch
 
     def run(self, messages: Sequence[Message]) -> list[Probed]:
         s = self.settings

@@ -62,13 +62,19 @@ def test_simhash_matches_its_definition() -> None:
     assert simhash(Batch.of(texts)).tolist() == _reference_simhash(texts)
 
 
-def test_simhash_of_a_batch_over_many_chunks_is_each_text_alone() -> None:
-    # ~60k features: a batch goes in chunks of ~16k, cut at text starts; one text spans two.
+def test_a_batch_over_many_chunks_is_each_text_alone() -> None:
+    # ~60k code points: a batch goes in chunks of ~16k, whole texts each; one text is longer.
     rng = np.random.default_rng(9)
     texts = ["".join(rng.choice(list("的一是不了在人有我他"), n)) for n in rng.integers(0, 400, 200)]
     texts.insert(100, "".join(rng.choice(list("的一是不了在人有我他"), 20_000)))
-    together = simhash(Batch.of(texts)).tolist()
-    assert together == [int(simhash(Batch.of([t]))[0]) for t in texts]
+    batch = Batch.of(texts)
+    assert simhash(batch, 2).tolist() == [int(simhash(Batch.of([t]), 2)[0]) for t in texts]
+    assert [a.tolist() for a in anchors(batch, 4, 8)] == [
+        anchors(Batch.of([t]), 4, 8)[0].tolist() for t in texts]
+    hashes, owners = ngram_hashes(batch, 3)
+    alone = [ngram_hashes(Batch.of([t]), 3)[0] for t in texts]
+    assert hashes.tolist() == np.concatenate(alone).tolist()
+    assert owners.tolist() == np.repeat(np.arange(len(texts)), [len(a) for a in alone]).tolist()
 
 
 def test_simhash_lanes_do_not_overflow() -> None:
@@ -100,7 +106,8 @@ def test_window_minima_match_a_sliding_window() -> None:
     values = np.random.default_rng(2).integers(0, 2**63, 50).astype(np.uint64)
     for window in (1, 2, 3, 5, 8, 9, 50):
         expected = [values[i : i + window].min() for i in range(len(values) - window + 1)]
-        assert _window_minima(values, window).tolist() == expected
+        spare, other = np.empty_like(values), np.empty_like(values)
+        assert _window_minima(values, window, spare, other).tolist() == expected
 
 
 def test_run_starts_marks_where_any_column_changes() -> None:
