@@ -51,27 +51,23 @@ def test_rocksdb_directory_is_owner_only(tmp_path: Path) -> None:
     assert (tmp_path / "s").stat().st_mode & 0o077 == 0
 
 
-def test_rocksdb_memtable_bloom_only_where_lookups_miss(tmp_path: Path) -> None:
-    s = open_store("rocksdb", str(tmp_path / "s"))
-    s.close()
-    text = max((tmp_path / "s").glob("OPTIONS-*")).read_text()
-    filtered = {
-        section.split('"')[1]
-        for section in text.split("[CFOptions ")[1:]
-        if "memtable_whole_key_filtering=true" in section
+def families_whose_options_hold(path: Path, setting: str) -> set[str]:
+    """The column families whose section of the store's latest OPTIONS file holds `setting`."""
+    text = max(path.glob("OPTIONS-*")).read_text()
+    return {
+        section.split('"')[1] for section in text.split("[CFOptions ")[1:] if setting in section
     }
+
+
+def test_rocksdb_memtable_bloom_only_where_lookups_miss(tmp_path: Path) -> None:
+    open_store("rocksdb", str(tmp_path / "s")).close()
+    filtered = families_whose_options_hold(tmp_path / "s", "memtable_whole_key_filtering=true")
     assert filtered == {"anchors", "blocks", "ids"}
 
 
 def test_rocksdb_hash_memtables_only_where_asked(tmp_path: Path) -> None:
-    s = open_store("rocksdb", str(tmp_path / "s"), lookups_only=("anchors", "exact"))
-    s.close()
-    text = max((tmp_path / "s").glob("OPTIONS-*")).read_text()
-    hashed = {
-        section.split('"')[1]
-        for section in text.split("[CFOptions ")[1:]
-        if "id=HashLinkListRepFactory" in section
-    }
+    open_store("rocksdb", str(tmp_path / "s"), lookups_only=("anchors", "exact")).close()
+    hashed = families_whose_options_hold(tmp_path / "s", "id=HashLinkListRepFactory")
     assert hashed == {"anchors", "exact"}
 
 
