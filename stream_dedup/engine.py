@@ -28,7 +28,6 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import repeat
-from operator import attrgetter
 
 import numpy as np
 
@@ -161,10 +160,10 @@ class Engine:
         clock = time.perf_counter
         seconds = self.stats.stage_seconds
         t0 = clock()
-        newest = max(self._max_ts, max(map(_timestamp, messages)))
+        newest = max(self._max_ts, max(m.timestamp_ms for m in messages))
         self.stats.expired += expire(self.store, self.settings, self._strategy, self._layout,
                                      newest - self._window_ms)
-        pending = list(map(_Pending, messages))
+        pending = [_Pending(m) for m in messages]
         fresh, repeats = self._replay(pending)
         t1 = clock()
         seconds["write"] += t1 - t0
@@ -233,14 +232,13 @@ class Engine:
         self.exact.bloom_hits += len(hits)
         stored = iter(self.exact.confirm(hits))  # consumed in order, one per hit
         earlier: dict[int, str] = {}  # hash -> id of the batch's first message with that text
-        exact = Decision.EXACT
         rest: list[_Pending] = []
         for p, hit in zip(fresh, maybe, strict=True):
             matched = next(stored) if hit else None
             if matched is None:
                 matched = earlier.get(p.hash)
             if matched is not None:
-                p.verdict = Verdict(p.msg.id, exact, "exact: same normalized text",
+                p.verdict = Verdict(p.msg.id, Decision.EXACT, "exact: same normalized text",
                                     matched_id=matched, distance=0, similarity=1.0)
                 continue
             if hit:
@@ -353,13 +351,12 @@ class Engine:
         keys = [seq_key(p.seq) for p in fresh]
         ops += zip(repeat("ids"), [p.msg.id.encode() for p in fresh], keys)
         tables.stage(writes)
-        exact = Decision.EXACT
         for p, key in zip(fresh, keys, strict=True):
             m, v = p.msg, p.verdict
             ops += (("docs", key, encode_doc(m.timestamp_ms, p.fp, p.hash, v,
                                              p.text if p.indexed else "", p.indexed)),
                     ("ttl", ttl_key(m.timestamp_ms, p.seq), b""))
-            if v.decision is not exact:
+            if v.decision is not Decision.EXACT:
                 ops.append(("exact", exact_key(p.hash), exact_value(p.seq, m.id)))
         if fresh:
             self._max_ts = max(self._max_ts, max(p.msg.timestamp_ms for p in fresh))
@@ -406,8 +403,6 @@ def _collector_paused() -> Iterator[None]:
     finally:
         gc.enable()
 
-
-_timestamp = attrgetter("timestamp_ms")
 
 
 def _replayed(first: Verdict) -> Verdict:

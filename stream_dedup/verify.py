@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .config import VerifySettings
-from .jit import compiled as _compiled
+from .jit import compiled
 from .meaning import added_passage, classify
 
 
@@ -75,7 +75,7 @@ def warm_up() -> None:
     similarities(["ab", "abc"], [0], [1], VerifySettings())
 
 
-@_compiled
+@compiled
 def _similarities(codes: np.ndarray, starts: np.ndarray, first: np.ndarray, second: np.ndarray,
                   min_jaccard: float, min_containment: float,
                   max_length_ratio: float) -> tuple[np.ndarray, np.ndarray]:
@@ -94,7 +94,7 @@ def _similarities(codes: np.ndarray, starts: np.ndarray, first: np.ndarray, seco
     return scores, kinds
 
 
-@_compiled
+@compiled
 def _bigrams(codes: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each text's distinct character bigrams as integers (two 21-bit code points), sorted, all
     in one array: text t's are grams[offsets[t]:offsets[t + 1]]. A one-character text is its
@@ -119,7 +119,7 @@ def _bigrams(codes: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndar
     return grams, offsets
 
 
-@_compiled
+@compiled
 def _common(a: np.ndarray, b: np.ndarray) -> int:
     """How many values two sorted arrays of distinct values share."""
     i = j = common = 0
@@ -135,7 +135,7 @@ def _common(a: np.ndarray, b: np.ndarray) -> int:
     return common
 
 
-@_compiled
+@compiled
 def _score(common: int, size_a: int, size_b: int, len_a: int, len_b: int, min_jaccard: float,
            min_containment: float, max_length_ratio: float) -> tuple[float, int]:
     """(score, `_HOW` code) of two texts of `size_*` distinct bigrams (`len_*` characters)

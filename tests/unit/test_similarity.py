@@ -56,10 +56,10 @@ def test_no_pairs() -> None:
 def test_kernels_compile_where_numba_cannot_cache() -> None:
     from numba import njit
 
-    from stream_dedup.verify import _compiled
+    from stream_dedup.jit import compiled
 
     namespace: dict = {}
     exec("def twice(x):\n    return 2 * x\n", namespace)  # no source file: nowhere to cache
     with pytest.raises(RuntimeError, match="cannot cache"):
         njit(cache=True)(namespace["twice"])
-    assert _compiled(namespace["twice"])(21) == 42
+    assert compiled(namespace["twice"])(21) == 42
