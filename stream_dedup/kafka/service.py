@@ -5,7 +5,7 @@ Per batch, in this order (the order is the delivery guarantee):
 
 1. Poll the partitions this member owns: wait up to `kafka.batch_wait_ms` for the first records,
    then take what has already arrived, up to `kafka.poll_batch_size` (the batch follows the load:
-   small and quick when the input is thin, full when it is thick).
+   small and quick when the input is thin, filled from further fetches when it is a backlog).
 2. Decode each record into a message or a dead letter (never raises).
 3. `engine.process` decides the messages in order against one index for all partitions, and
    returns only after the state write (verdicts and ids) is durable.
@@ -56,6 +56,7 @@ from ..records import Message, Verdict
 from .observe import NULL_METER, NULL_READY, STATE_OPEN, Meter, Ready
 from .retry import GaveUp, Shutdown
 from .route import InputRecord, Output, decode_batch, next_offsets, route
+from .source import BACKLOG_RECORDS
 from .topics import configured_topics
 
 log = logging.getLogger(__name__)
@@ -63,14 +64,13 @@ log = logging.getLogger(__name__)
 # consumer's fetches and commits, the producer's sends and acknowledgements) get a turn, chosen
 # per batch (`pace_threads`). A small batch means the input is thin and latency counts: Python's
 # 5 ms made each of their steps wait behind the engine, and at 2,000 msgs/s on 2 shared cores
-# the p99 from input to output was 150-214 ms with 5 ms and 90-101 ms with 0.5 ms. A large one
-# (~a full fetch: 64 KB from each of 6 partitions is ~1,500 records) means a backlog, where records
-# wait in the topic anyway and switching costs throughput: the sustained phase of kafka_bench ran
-# 7,426-7,709 msgs/s with 0.5 ms and 8,342-8,737 with 5 ms. At 2,000 msgs/s a batch of 1,000 is
-# half a second behind already.
+# the p99 from input to output was 150-214 ms with 5 ms and 90-101 ms with 0.5 ms. A batch of
+# `BACKLOG_RECORDS` or more means a backlog (the source fills such a batch from further fetches),
+# where records wait in the topic anyway and switching costs throughput: the sustained phase of
+# kafka_bench ran 7,426-7,709 msgs/s with 0.5 ms and 8,342-8,737 with 5 ms. At 2,000 msgs/s a
+# batch of 1,000 is half a second behind already.
 LATENCY_SWITCH_S = 0.0005
 BACKLOG_SWITCH_S = 0.005
-BACKLOG_RECORDS = 1000
 
 
 def pace_threads(records: int) -> None:

@@ -1,5 +1,5 @@
 """What keeps the service's latency low, on fakes: a poll waits only for the first records and
-then takes what has arrived (the batch follows the load), commits are sent without waiting for
+then takes what has arrived (the batch follows the load; a backlog fills it), commits are sent without waiting for
 the answer (and still carry only acknowledged work), the producer learns the output topics
 before the first batch, and the run starts with the collector's and the state gauges' one-off
 costs already paid."""
@@ -27,7 +27,7 @@ from stream_dedup.kafka.observe import CONDITIONS
 from stream_dedup.kafka.retry import Backoff, Shutdown
 from stream_dedup.kafka.service import Service
 from stream_dedup.kafka.sink import KafkaSink
-from stream_dedup.kafka.source import KafkaSource
+from stream_dedup.kafka.source import BACKLOG_RECORDS, KafkaSource
 from stream_dedup.state import MemoryStore
 
 pytestmark = pytest.mark.unit
@@ -82,6 +82,18 @@ def test_a_poll_stops_at_the_batch_size() -> None:
     assert len(src.poll()) == 10
     assert consumer.calls == [(40, 10), (0, 4)]
     assert len(src.poll()) == 2
+
+
+def test_a_backlog_fills_the_batch_from_the_next_fetches() -> None:
+    # Once a batch holds BACKLOG_RECORDS, each further poll waits for the next fetch's answer;
+    # below that it takes only what has arrived (the two tests above).
+    big = BACKLOG_RECORDS
+    src, consumer = source([recs(range(0, big)), recs(range(big, big + 300)), [],
+                            recs(range(big + 300, big + 310))],
+                           batch_wait_ms=40, poll_batch_size=big + 500)
+    assert len(src.poll()) == big + 300
+    assert consumer.calls == [(40, big + 500), (40, 500), (40, 200)]
+    assert len(src.poll()) == 10
 
 
 def test_an_idle_poll_waits_once_and_returns_nothing() -> None:
