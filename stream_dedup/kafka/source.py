@@ -163,8 +163,9 @@ class KafkaSource:
 
     def poll(self) -> list[InputRecord]:
         """Up to `poll_batch_size` records: waits at most `batch_wait_ms` for the first ones,
-        then takes only what has already arrived, unless the batch holds `BACKLOG_RECORDS`
-        already: then each further poll waits (as long) for the next fetches' records.
+        then takes only what has already arrived, unless there is a backlog (the batch holds
+        `BACKLOG_RECORDS`, or as many are in the topic after the records just polled): then each
+        further poll waits (as long) for the next fetches' records.
 
         Waiting to fill a batch would add its wait to every record's latency when the input is
         thin; when it is thick the fetched records fill the batch at once anyway, so the batch
@@ -196,9 +197,23 @@ class KafkaSource:
                 break
             for records in got.values():
                 out.extend(records)
-            wait_ms = s.batch_wait_ms if len(out) >= BACKLOG_RECORDS else 0
+            backlog = len(out) >= BACKLOG_RECORDS or self._behind(got) >= BACKLOG_RECORDS
+            wait_ms = s.batch_wait_ms if backlog else 0
         out.sort(key=_timestamp)
         return out
+
+    def _behind(self, got: dict[TopicPartition, list[InputRecord]]) -> int:
+        """Records in the topic after the last ones polled from each partition of `got`, by the
+        high watermarks of the last fetches (known locally: no request)."""
+        behind = 0
+        for tp, records in got.items():
+            try:
+                high = self.consumer.highwater(tp)
+            except KafkaError:  # revoked meanwhile
+                continue
+            if high is not None and records:
+                behind += max(high - records[-1].offset - 1, 0)
+        return behind
 
     def commit(self, offsets: dict[tuple[str, int], int]) -> bool:
         """Send the commit of these next offsets (work whose outputs are acknowledged), with

@@ -38,8 +38,9 @@ class QueueConsumer:
     """Hands out one prepared poll result per call, and remembers how long each call could
     wait and how many records it could take."""
 
-    def __init__(self, results: list[list[Rec]]) -> None:
+    def __init__(self, results: list[list[Rec]], high: int | None = None) -> None:
         self.results = results
+        self.high = high  # the high watermark the fetches report (None: not known)
         self.calls: list[tuple[int, int]] = []
 
     def subscribe(self, topics: list[str], listener: object) -> None:
@@ -51,13 +52,17 @@ class QueueConsumer:
         assert len(got) <= max_records
         return {TopicPartition("in", 0): got} if got else {}
 
+    def highwater(self, tp: TopicPartition) -> int | None:
+        return self.high
 
-def source(results: list[list[Rec]], **kafka: object) -> tuple[KafkaSource, QueueConsumer]:
+
+def source(results: list[list[Rec]], high: int | None = None,
+           **kafka: object) -> tuple[KafkaSource, QueueConsumer]:
     """A real KafkaSource on a QueueConsumer that returns `results`, one per poll call."""
 
     class QueueSource(KafkaSource):
         def _connect(self) -> QueueConsumer:  # type: ignore[override]
-            return QueueConsumer(results)
+            return QueueConsumer(results, high)
 
     s = QueueSource(settings(**kafka).kafka, NO_WAIT)
     return s, s.consumer  # type: ignore[return-value]
@@ -94,6 +99,20 @@ def test_a_backlog_fills_the_batch_from_the_next_fetches() -> None:
     assert len(src.poll()) == big + 300
     assert consumer.calls == [(40, big + 500), (40, 500), (40, 200)]
     assert len(src.poll()) == 10
+
+
+def test_records_waiting_in_the_topic_make_a_backlog_too() -> None:
+    # A small first poll with BACKLOG_RECORDS more behind it in the partition (by the fetch's
+    # high watermark) waits for the next fetch; without them it takes only what has arrived.
+    behind = recs(range(0, 10)), recs(range(10, 20)), [], recs(range(20, 30))
+    src, consumer = source(list(behind), high=20 + BACKLOG_RECORDS, batch_wait_ms=40,
+                           poll_batch_size=5000)
+    assert len(src.poll()) == 20
+    assert consumer.calls == [(40, 5000), (40, 4990), (40, 4980)]
+    src, consumer = source(list(behind), high=10 + BACKLOG_RECORDS - 1, batch_wait_ms=40,
+                           poll_batch_size=5000)
+    assert len(src.poll()) == 20
+    assert consumer.calls == [(40, 5000), (0, 4990), (0, 4980)]
 
 
 def test_an_idle_poll_waits_once_and_returns_nothing() -> None:
