@@ -177,7 +177,8 @@ class KafkaSettings:
     client_id: str = "stream-dedup"
     auto_offset_reset: Literal["earliest", "latest"] = "earliest"  # a group with no offsets
     poll_batch_size: int = 4000  # most records decided together
-    batch_wait_ms: int = 20  # how long a poll waits for the first record (never to fill a batch)
+    batch_wait_ms: int = 20  # how long a poll waits for the first record (and, in a backlog, for
+    # each further fetch that fills the batch)
     max_poll_interval_ms: int = 300000  # a batch slower than this loses the partitions
     session_timeout_ms: int = 10000  # a silent consumer leaves the group after this
     produce_timeout_s: float = 60.0  # one delivery attempt of a batch's outputs
