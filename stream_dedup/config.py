@@ -176,7 +176,7 @@ class KafkaSettings:
     group_id: str = "stream-dedup"
     client_id: str = "stream-dedup"
     auto_offset_reset: Literal["earliest", "latest"] = "earliest"  # a group with no offsets
-    poll_batch_size: int = 4000  # most records decided together
+    poll_batch_size: int = 8000  # most records decided together (see config.yaml)
     batch_wait_ms: int = 20  # how long a poll waits for the first record (and, in a backlog, for
     # each further fetch that fills the batch)
     max_poll_interval_ms: int = 300000  # a batch slower than this loses the partitions
