@@ -30,6 +30,10 @@ Stopping (SIGTERM/SIGINT via `Shutdown.request`) lets the current batch finish s
 completes it within `kafka.shutdown_timeout_s`, then closes the consumer, the producer and the
 engine.
 
+The cyclic garbage collector is paused during each step (`collector.paused`) and runs between
+steps: it ran ~550 times in the sustained phase of bench/kafka_bench.py, re-examining each batch's
+records, outputs and futures, 0.18-0.21 s of a ~2.6 s phase; paused, 3-4 times, 0.05-0.09 s.
+
 Latency: the run pays the one-off costs before its first poll (the producer learns the output
 topics in `check_topics`; the state gauges are read once; what the start loaded is frozen out of
 the garbage collector's full passes), so that no batch waits for them.
@@ -50,6 +54,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from .. import collector
 from ..config import Settings
 from ..errors import ServiceError
 from ..records import Message, Verdict
@@ -186,7 +191,8 @@ class Service:
         last_report = time.monotonic()
         try:
             while not self.shutdown.requested:
-                self.step()
+                with collector.paused():
+                    self.step()
                 if time.monotonic() - last_report >= PROGRESS_EVERY_S:
                     last_report = time.monotonic()
                     log.info("progress %s", self.stats.line())

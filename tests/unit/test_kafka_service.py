@@ -274,3 +274,24 @@ def test_the_gil_switch_interval_follows_the_batch_size() -> None:
         assert sys.getswitchinterval() == pytest.approx(service_module.LATENCY_SWITCH_S)
     finally:
         sys.setswitchinterval(before)
+
+
+def test_the_collector_is_paused_during_each_step_only() -> None:
+    """A step's records, outputs and futures are not re-examined by the cyclic collector while
+    the step holds them; between steps it runs as usual."""
+    import gc
+
+    batch = [rec(0, i, f"g{i}", f"{TEXT}{i}") for i in range(3)]
+    svc, source, _ = service([batch, []])
+    seen: list[bool] = []
+    poll = source.poll
+
+    def noting() -> list[Rec]:
+        seen.append(gc.isenabled())
+        if not source.batches:
+            svc.shutdown.request()
+        return poll()
+
+    source.poll = noting  # type: ignore[method-assign]
+    svc.run()
+    assert len(seen) >= 2 and not any(seen) and gc.isenabled()
