@@ -286,6 +286,9 @@ def latency(settings: Settings, lines: list[bytes], rate: float, seconds: float,
     cut = min(sent_at) + warmup * 1000
     measured = sorted(v for t, v in zip(sent_at, lat, strict=True) if t >= cut)
     warming = sorted(v for t, v in zip(sent_at, lat, strict=True) if t < cut) or [0.0]
+    if not measured:
+        raise SystemExit(f"no record was sent after the {warmup:g} s warm-up: lower --warmup or "
+                         "--rate, or give a longer --input")
     lat.sort()
     clients = "kafka-python" if python_clients else "kcat"
     print(f"\n[2] latency at an offered {rate:,.0f} msgs/s ({clients} feeder and readers): "

@@ -41,13 +41,13 @@ from .security import client_security, connect, describe
 
 log = logging.getLogger(__name__)
 PARTITION_FETCH_BYTES = 64 * 1024
-# Records waiting in the topic beyond those polled that make a backlog: the batch is then filled
-# from the next fetches (their answers come at once) up to `kafka.poll_batch_size`. One round of
-# fetches (64 KB from each of 6 partitions) is ~1,400 records; in the sustained phase of
-# bench/kafka_bench.py batches of ~3,500 ran 11,726-11,828 msgs/s against 9,044-9,476 for
-# ~1,400 (fetches of 256 KB, same run): the engine's reads and writes are shared by more
-# messages, and the producer sends fewer, larger requests. A live feed keeps up with its input
-# (its lag is a few records), so it never waits to fill a batch.
+# Records polled, or waiting in the topic behind them, that make a backlog: the batch is then
+# filled from the next fetches (their answers come at once) up to `kafka.poll_batch_size`. One
+# round of fetches (64 KB from each of 6 partitions) is ~1,400 records; in the sustained phase of
+# bench/kafka_bench.py batches of one round ran 9,044-9,476 msgs/s, filled ones (~3,500, 4,000
+# the cap then) 11,175-12,118 in runs of the same hour: fewer, larger batches share the engine's
+# reads and writes and the producer's requests. A live feed keeps up with its input (its lag is
+# a few records), so it never waits to fill a batch.
 BACKLOG_RECORDS = 1000
 _timestamp = attrgetter("timestamp")  # the sort key of a batch (in C: no call per record)
 # The group moved on: these partitions may belong to another member now.
