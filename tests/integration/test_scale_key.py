@@ -108,10 +108,31 @@ def wait_for(what: str, check, proc, timeout_s: float = 180.0) -> None:
         time.sleep(0.1)
 
 
+OWNERSHIP = re.compile(r"partitions (assigned|revoked|lost)\b.*? partitions=(\S+)")
+
+
 def assigned(log: Path) -> set[str]:
-    """The partitions the last assignment in `log` gave that process."""
-    found = re.findall(r"partitions assigned partitions=(\S+)", log.read_text(errors="replace"))
-    return set() if not found or found[-1] == "-" else set(found[-1].split(","))
+    """The partitions that process owns by its log: those of its last assignment, none while a
+    revoke or loss logged after it awaits the next one (a rebalance under way)."""
+    found = OWNERSHIP.findall(log.read_text(errors="replace"))
+    if not found or found[-1][0] != "assigned" or found[-1][1] == "-":
+        return set()
+    return set(found[-1][1].split(","))
+
+
+def settled(logs: list[Path], partitions: int) -> bool:
+    """Every process owns some partitions, none twice, all of them owned: no rebalance under
+    way (a process started late joins after the other took every partition)."""
+    owned = [assigned(log) for log in logs]
+    return (all(owned) and sum(map(len, owned)) == partitions
+            and len(set().union(*owned)) == partitions)
+
+
+def ownership(logs: list[Path]) -> str:
+    """The assignment, revoke, loss and restore lines of each log, for a failure's message."""
+    return "\n".join(f"{log.name}: {line}" for log in logs
+                     for line in log.read_text(errors="replace").splitlines()
+                     if OWNERSHIP.search(line) or "partition restored" in line)
 
 
 def restored(log: Path, after: int = 0) -> dict[str, int]:
@@ -153,6 +174,11 @@ def check_verdicts(settings, topics: dict[str, str], lines: list[bytes]
 
 def uncommitted(settings) -> set[str]:
     """The input partitions ("topic/p") with records the group has not committed."""
+    return {p for p, (done, end) in offsets(settings).items() if done < end}
+
+
+def offsets(settings) -> dict[str, tuple[int, int]]:
+    """Input partition ("topic/p") -> (the group's committed offset, 0 before any; its end)."""
     k = settings.kafka
     consumer = KafkaConsumer(bootstrap_servers=k.bootstrap_servers)
     try:
@@ -163,8 +189,8 @@ def uncommitted(settings) -> set[str]:
         consumer.close()
     with admin(k.bootstrap_servers) as client:
         committed = client.list_group_offsets({k.group_id: tps}).get(k.group_id, {})
-    return {f"{tp.topic}/{tp.partition}" for tp in tps
-            if committed.get(tp) is None or committed[tp].offset < ends[tp]}
+    return {f"{tp.topic}/{tp.partition}": (max(getattr(committed.get(tp), "offset", 0), 0),
+                                           ends[tp]) for tp in tps}
 
 
 @pytest.fixture
@@ -193,10 +219,16 @@ def test_key_scope_two_processes_kill9_one(kafka_bootstrap, unique_topic, change
                         for n, log in zip("ab", logs, strict=True))
     try:
         wait_for("both processes own partitions and b decided some records",
-                 lambda: all(assigned(log) for log in logs) and restored(logs[1]), victim)
-        wait_for("a third of the input committed",
+                 lambda: settled(logs, 6) and restored(logs[1]), victim)
+        # b must commit records of its own before it dies, or a has nothing of b's to restore
+        # (a process started late finds the other deciding every partition already).
+        before = offsets(settings)
+        wait_for("a third of the input committed, b's partitions moved on but not finished",
                  lambda: group_lag(k.bootstrap_servers, k.group_id, k.input_topics)
-                 < RECORDS * 2 // 3, victim)
+                 < RECORDS * 2 // 3 and any(before[p][0] < done < end for p, (done, end)
+                                            in offsets(settings).items()
+                                            if p in assigned(logs[1])), victim)
+        wait_for("no rebalance under way", lambda: settled(logs, 6), victim)
         moved = assigned(logs[1])
         killed_at = len(logs[0].read_text(errors="replace"))
         victim.kill()  # SIGKILL: no flush, no commit, no leaving the group
@@ -212,7 +244,8 @@ def test_key_scope_two_processes_kill9_one(kafka_bootstrap, unique_topic, change
     # changelog.
     back = restored(logs[0], after=killed_at)
     assert moved, "the victim had finished its partitions before it was killed"
-    assert moved <= set(back), f"not restored by the survivor: {moved - set(back)}"
+    assert moved <= set(back), \
+        f"not restored by the survivor: {moved - set(back)}\n{ownership(logs)}"
     assert any(back[p] > 0 for p in moved), f"nothing restored: {back}"
     assert "Traceback" not in survivor_log
 
