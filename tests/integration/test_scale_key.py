@@ -148,6 +148,14 @@ def restores(log: Path, after: int = 0) -> dict[str, tuple[int, int]]:
     return {p: (int(n), int(start)) for p, n, start in found}
 
 
+def tracebacks_through_ours(text: str) -> list[str]:
+    """The log records of `text` with a traceback through stream_dedup's code. kafka-python
+    3.0.12's network layer logs tracebacks of its own (a read task on a socket closed under it
+    while the consumer leaves the group at shutdown): not ours, and the service goes on."""
+    records = re.split(r"\n(?=\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)", text)
+    return [r for r in records if "stream_dedup" in r.partition("Traceback")[2]]
+
+
 def check_verdicts(settings, topics: dict[str, str], lines: list[bytes]
                    ) -> tuple[int, dict[str, tuple[bool, str | None]]]:
     """Nothing lost, nothing dead, every verdict and matched id that of an engine per key;
@@ -247,7 +255,7 @@ def test_key_scope_two_processes_kill9_one(kafka_bootstrap, unique_topic, change
     assert moved <= set(back), \
         f"not restored by the survivor: {moved - set(back)}\n{ownership(logs)}"
     assert any(back[p] > 0 for p in moved), f"nothing restored: {back}"
-    assert "Traceback" not in survivor_log
+    assert not tracebacks_through_ours(survivor_log), tracebacks_through_ours(survivor_log)
 
     twice, truth = check_verdicts(settings, topics, lines)
     print(f"\nscope key: {len(lines)} records, {CHANNELS} keys, 6 partitions, 2 processes; "
