@@ -56,17 +56,15 @@ from pathlib import Path
 from kafka import KafkaConsumer, TopicPartition
 
 from stream_dedup.config import KafkaSettings, Settings
-from stream_dedup.engine import LOOKUPS_ONLY, Engine
 from stream_dedup.kafka.broker import LocalBroker
 from stream_dedup.kafka.demo import default_input, service_env
 from stream_dedup.kafka.produce import new_producer, send_lines
 from stream_dedup.kafka.retry import Backoff, Shutdown
-from stream_dedup.kafka.run import quiet_kafka_logs
+from stream_dedup.kafka.run import open_decider, quiet_kafka_logs
 from stream_dedup.kafka.service import STEPS, Service
 from stream_dedup.kafka.sink import KafkaSink
 from stream_dedup.kafka.source import KafkaSource
 from stream_dedup.kafka.topics import admin, configured_topics, create_topics
-from stream_dedup.state import open_store
 
 TTL_S = 24 * 3600
 
@@ -138,7 +136,7 @@ def throughput(settings: Settings, lines: list[bytes], profile: bool) -> dict[st
     shutdown = Shutdown(k.shutdown_timeout_s)
     backoff = Backoff(k.retry_backoff_s, k.retry_backoff_max_s, shutdown.expired)
     state = tempfile.mkdtemp(prefix="kafka-bench-state-")
-    engine = Engine(settings, open_store("rocksdb", state, lookups_only=LOOKUPS_ONLY))
+    engine, _ = open_decider(settings, state, backoff)  # as `stream-dedup run` decides
     source = Timed(KafkaSource(k, backoff), len(lines), shutdown)
     service = Service(settings, engine, source, KafkaSink(k, backoff), shutdown)
     service.check_topics()  # as `stream-dedup run` does before its first poll

@@ -141,9 +141,12 @@ class StateSettings:
 
 @dataclass(frozen=True, slots=True)
 class EngineSettings:
-    """Batching of the hot path."""
+    """Batching of the hot path, and where the service runs the engine."""
 
     batch_size: int = 4000
+    # `stream-dedup run` with `scale.scope: process`: child decides in a process of its own
+    # while the service polls and sends (`engine_process.py`); inline in the service's process.
+    process: Literal["child", "inline"] = "child"
 
 
 @dataclass(frozen=True, slots=True)

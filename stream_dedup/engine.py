@@ -147,6 +147,10 @@ class Engine:
         self.checkpoint()
         self.store.close()
 
+    def stored_messages(self) -> int:
+        """Messages in the state: one TTL key each (the engine writes one per stored message)."""
+        return sum(1 for _ in self.store.scan("ttl", b"", b"\xff" * 17))
+
     # -- the batch ------------------------------------------------------------------------
 
     def process(self, messages: Sequence[Message]) -> list[Verdict]:

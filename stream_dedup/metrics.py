@@ -215,7 +215,7 @@ class ServiceMetrics:
         if self._entries is None:
             # Once per process: what an earlier run left in the state (one key scan), minus
             # this batch's own changes, which are counted below.
-            self._entries = _count_entries(engine) - stored + expired
+            self._entries = engine.stored_messages() - stored + expired
         self._entries += stored - expired
         self.index_entries.set(self._entries)
 
@@ -238,7 +238,3 @@ def register_build_info(registry: CollectorRegistry) -> None:
     Info("stream_dedup_build", "Version of stream-dedup and of Python", registry=registry).info(
         {"version": __version__, "python_version": platform.python_version()})
 
-
-def _count_entries(engine: Engine) -> int:
-    """Messages in the state: one TTL key each (the engine writes one per stored message)."""
-    return sum(1 for _ in engine.store.scan("ttl", b"", b"\xff" * 17))

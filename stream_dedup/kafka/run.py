@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry
 
 from ..config import MetricsSettings, Settings
 from ..engine import LOOKUPS_ONLY, Engine
+from ..engine_process import EngineProcess
 from ..errors import ConfigError, ServiceError
 from ..health import MetricsServer, Readiness, ReadyCheck, tls_context
 from ..metrics import ServiceMetrics
@@ -96,10 +97,11 @@ def start_metrics_port(metrics: ServesMetrics, m: MetricsSettings,
     return server
 
 
-def _decider(settings: Settings, root: str,
+def open_decider(settings: Settings, root: str,
              backoff: Backoff) -> tuple[Decider, ConsumerRebalanceListener | None]:
     """The engine of `scale.scope` and the rebalance listener it needs: one engine over every
-    partition (`process`), or one per partition restored from its changelog (`key`)."""
+    partition (`process`; in a child process with `engine.process: child`), or one per
+    partition restored from its changelog (`key`)."""
     scope = settings.scale.scope
     if scope == "global":
         raise ConfigError("scale.scope", "'global' runs as three stages, not as `run`",
@@ -107,6 +109,8 @@ def _decider(settings: Settings, root: str,
     if scope == "key":
         engines = open_partitioned(settings, root, backoff)
         return engines, engines
+    if settings.engine.process == "child":
+        return EngineProcess(settings, root), None
     st = settings.state
     return Engine(settings, open_store(st.backend, root, st.block_cache_mb,
                                        st.sync_writes, LOOKUPS_ONLY)), None
@@ -135,7 +139,7 @@ def serve(settings: Settings, state_path: str | None = None) -> ServiceStats:
         backoff = Backoff(k.retry_backoff_s, k.retry_backoff_max_s, shutdown.expired,
                           on_retry=on_retry)
         st = settings.state
-        engine, listener = _decider(settings, state_path or st.path, backoff)
+        engine, listener = open_decider(settings, state_path or st.path, backoff)
         ready.set(STATE_OPEN, True)
         try:
             source = KafkaSource(k, backoff, metrics, ready, listener)

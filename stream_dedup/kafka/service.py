@@ -7,8 +7,8 @@ Per batch, in this order (the order is the delivery guarantee):
    then take what has already arrived, up to `kafka.poll_batch_size` (the batch follows the load:
    small and quick when the input is thin, filled from further fetches when it is a backlog).
 2. Decode each record into a message or a dead letter (never raises).
-3. `engine.process` decides the messages in order against one index for all partitions, and
-   returns only after the state write (verdicts and ids) is durable.
+3. The engine decides the messages in order against one index for all partitions; their
+   verdicts come back only after the state write (verdicts and ids) is durable.
 4. Route: one output record per input record, to the output, duplicates or dead-letter topic.
 5. Send every output to the producer, without waiting.
 6. Complete the batch before it (the one in flight): wait until the broker acknowledged each of
@@ -17,6 +17,14 @@ Per batch, in this order (the order is the delivery guarantee):
    committed, and `close` commits once more and waits for the answer.
 This batch is then the one in flight. It is completed (step 6) by the next batch, by a poll that
 finds nothing, before partitions are revoked in a rebalance, and when the service stops.
+
+An engine in a process of its own (`engine_process.EngineProcess`, `engine.process: child`)
+decides a backlog's batch while this process takes the batch before it through steps 4-6 and
+polls and decodes the next: a batch is handed over (3) after the previous one's verdicts came
+back, and goes through 4-6 in the next step, or at once when it is under `BACKLOG_RECORDS` (thin
+input: latency counts). Settling (a poll that finds nothing, a revoke, the stop) takes the batch
+being decided through 4-6 first. The order of 3-6 for each batch, and so the guarantee, is the
+same.
 
 Why one batch in flight: the broker acknowledges a batch while the next one is polled and decided
 (a round trip per batch was a third of a batch's time at 2,000 msgs/s), and its records are on
@@ -57,7 +65,7 @@ from typing import Any, Protocol
 from .. import collector
 from ..config import Settings
 from ..errors import ServiceError
-from ..records import Message, Verdict
+from ..records import DeadLetter, Message, Verdict
 from .observe import NULL_METER, NULL_READY, STATE_OPEN, Meter, Ready
 from .retry import GaveUp, Shutdown
 from .route import InputRecord, Output, decode_batch, next_offsets, route
@@ -106,7 +114,9 @@ class Sink(Protocol):
 
 
 class Decider(Protocol):
-    """The engine as the service uses it (`stream_dedup.engine.Engine`)."""
+    """The engine as the service uses it (`stream_dedup.engine.Engine`). One whose `pipelined`
+    is true also has `submit(messages)` and `result() -> list[Verdict]`, a batch at a time
+    (`stream_dedup.engine_process.EngineProcess`)."""
 
     def process(self, messages: Sequence[Message]) -> list[Verdict]: ...
     def close(self) -> None: ...
@@ -138,6 +148,14 @@ class ServiceStats:
 
 
 @dataclass(frozen=True, slots=True)
+class _Deciding:
+    """A batch handed to a pipelined engine whose verdicts were not taken yet."""
+
+    records: list[InputRecord]
+    decoded: list[Message | DeadLetter]
+
+
+@dataclass(frozen=True, slots=True)
 class _InFlight:
     """A decided batch whose outputs were sent, not yet acknowledged nor committed."""
 
@@ -166,6 +184,8 @@ class Service:
         self.ready = ready
         self.stats = ServiceStats()
         self._in_flight: _InFlight | None = None
+        self._deciding: _Deciding | None = None
+        self._pipelined = getattr(engine, "pipelined", False)  # `submit` and `result` too
         source.before_revoke(self.complete)
 
     def check_topics(self) -> None:
@@ -226,27 +246,58 @@ class Service:
                                by_key=self.settings.scale.scope == "key")
         t2 = clock()
         seconds["decode"] += t2 - t1
-        # 3. Decide, in order, one index for all partitions; durable when it returns.
-        verdicts = self.engine.process([d for d in decoded if isinstance(d, Message)])
-        t3 = clock()
-        seconds["engine"] += t3 - t2
-        # 4. Route each record to its topic with the verdict headers.
-        outputs = route(records, decoded, verdicts, self.settings.kafka)
-        # 5. Send the outputs; the producer sends them while the next batch is decided.
-        sent = self.sink.send(outputs)
-        t4 = clock()
-        seconds["deliver"] += t4 - t3
-        # 6. Complete the batch before this one; this one is in flight now.
-        self.complete()
-        self._in_flight = _InFlight(records, verdicts, outputs, sent)
+        # 3. Decide, in order, one index for all partitions; durable when the verdicts are back.
+        messages = [d for d in decoded if isinstance(d, Message)]
+        if self._pipelined:
+            before = self._deciding
+            verdicts = self.engine.result() if before is not None else []
+            self.engine.submit(messages)
+            self._deciding = _Deciding(records, decoded)
+            seconds["engine"] += clock() - t2
+            if before is not None:
+                self._deliver(before.records, before.decoded, verdicts)
+            if len(records) < BACKLOG_RECORDS:
+                self._finish_deciding()
+        else:
+            verdicts = self.engine.process(messages)
+            seconds["engine"] += clock() - t2
+            self._deliver(records, decoded, verdicts)
         t5 = clock()
         self.metrics.set_lag(self.source.lags())
         seconds["metrics"] += clock() - t5
         return len(records)
 
+    def _deliver(self, records: list[InputRecord], decoded: list[Message | DeadLetter],
+                 verdicts: list[Verdict]) -> None:
+        """Steps 4-6 of a decided batch."""
+        t0 = time.perf_counter()
+        # 4. Route each record to its topic with the verdict headers.
+        outputs = route(records, decoded, verdicts, self.settings.kafka)
+        # 5. Send the outputs; the producer sends them while the next batch is decided.
+        sent = self.sink.send(outputs)
+        self.stats.seconds["deliver"] += time.perf_counter() - t0
+        # 6. Complete the batch before this one; this one is in flight now.
+        self._complete_in_flight()
+        self._in_flight = _InFlight(records, verdicts, outputs, sent)
+
+    def _finish_deciding(self) -> None:
+        """Take the verdicts of the batch a pipelined engine is deciding, then steps 4-6."""
+        batch, self._deciding = self._deciding, None
+        if batch is None:
+            return
+        t0 = time.perf_counter()
+        verdicts = self.engine.result()
+        self.stats.seconds["engine"] += time.perf_counter() - t0
+        self._deliver(batch.records, batch.decoded, verdicts)
+
     def complete(self) -> None:
-        """Step 6 of the batch in flight, if any: wait until the broker acknowledged every one
-        of its outputs (re-sending what failed), then commit its offsets."""
+        """Settle: the batch being decided, if any, through steps 4-6, then step 6 of the batch
+        in flight: wait until the broker acknowledged every one of its outputs (re-sending what
+        failed), then commit its offsets."""
+        self._finish_deciding()
+        self._complete_in_flight()
+
+    def _complete_in_flight(self) -> None:
         batch, self._in_flight = self._in_flight, None
         if batch is None:
             return

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kafka import KafkaProducer, TopicPartition
@@ -96,6 +96,10 @@ class PartitionEngines(ConsumerRebalanceListener):
 
     def engines(self) -> list[Engine]:
         return [o.engine for o in (*self.active.values(), *self.suspended.values())]
+
+    def stored_messages(self) -> int:
+        """Messages in every open partition's state."""
+        return sum(e.stored_messages() for e in self.engines())
 
     # -- the decider ----------------------------------------------------------------------
 
@@ -244,17 +248,13 @@ class _Exact:
 
 
 class _Stores:
-    """Every open partition store read as one (disk bytes, scans), for the metrics."""
+    """Every open partition store's size on disk as one, for the metrics."""
 
     def __init__(self, engines: PartitionEngines) -> None:
         self._engines = engines
 
     def disk_bytes(self) -> int:
         return sum(e.store.disk_bytes() for e in self._engines.engines())
-
-    def scan(self, cf: str, start: bytes, end: bytes) -> Iterator[tuple[bytes, bytes]]:
-        for e in self._engines.engines():
-            yield from e.store.scan(cf, start, end)
 
 
 def _totals(stats: EngineStats) -> tuple[int, int, int, dict[str, float]]:

@@ -190,6 +190,70 @@ def test_a_batch_is_acknowledged_and_committed_while_the_next_one_is_decided() -
     assert source.committed == {("in", 0): 2, ("in", 1): 1} and svc.stats.records == 3
 
 
+class Pipelined:
+    """A pipelined engine (as `EngineProcess`) over an in-process one: `submit` only keeps the
+    batch; `result` decides it. Logs both."""
+
+    pipelined = True
+
+    def __init__(self, engine: Engine, log: list[str]) -> None:
+        self.engine, self.log, self.batch = engine, log, None
+
+    def submit(self, messages) -> None:
+        assert self.batch is None, "a batch submitted while one is being decided"
+        self.log.append("submit")
+        self.batch = list(messages)
+
+    def result(self) -> list[Verdict]:
+        self.log.append("result")
+        batch, self.batch = self.batch, None
+        return self.engine.process(batch)
+
+    def close(self) -> None:
+        self.engine.close()
+
+
+def test_a_pipelined_engine_decides_a_backlog_batch_while_the_one_before_is_delivered(
+        monkeypatch) -> None:
+    monkeypatch.setattr("stream_dedup.kafka.service.BACKLOG_RECORDS", 2)
+    batches = [[rec(0, 0, "a", TEXT), rec(0, 1, "b", TEXT + "！")],
+               [rec(1, 0, "c", "完全不同的另一条消息内容在这里出现"), rec(1, 1, "d", TEXT)],
+               [rec(0, 2, "e", TEXT)]]  # thin: delivered in its own step
+    inline, _, inline_sink = service([list(b) for b in batches])
+    while inline.step():
+        pass
+    s = settings()
+    source = FakeSource([list(b) for b in batches])
+    sink = FakeSink(source.log)
+    svc = Service(s, Pipelined(Engine(s, MemoryStore()), source.log), source, sink,
+                  Shutdown(1.0))
+    assert svc.step() == 2 and source.log == ["submit"] and sink.outputs == []
+    assert svc.step() == 2  # the first batch's verdicts taken, the second handed over, the
+    # first sent
+    assert source.log == ["submit", "result", "submit"] and len(sink.outputs) == 2
+    assert svc.step() == 1  # the second sent, the first completed; the thin third at once
+    assert source.log[3:] == ["result", "submit", "deliver", "commit", "result", "deliver",
+                              "commit"]
+    assert source.committed == {("in", 0): 2, ("in", 1): 2} and len(sink.outputs) == 5
+    source.settle()  # a revoke: the batch in flight completed
+    assert source.committed == {("in", 0): 3, ("in", 1): 2} and svc.stats.records == 5
+    assert [(o.topic, o.value, o.headers) for o in sink.outputs] == \
+        [(o.topic, o.value, o.headers) for o in inline_sink.outputs]
+
+
+def test_settling_takes_the_batch_being_decided_through_delivery_first(monkeypatch) -> None:
+    monkeypatch.setattr("stream_dedup.kafka.service.BACKLOG_RECORDS", 1)
+    s = settings()
+    source = FakeSource([[rec(0, 0, "a", TEXT)]])
+    sink = FakeSink(source.log)
+    svc = Service(s, Pipelined(Engine(s, MemoryStore()), source.log), source, sink,
+                  Shutdown(1.0))
+    assert svc.step() == 1 and source.log == ["submit"]
+    source.settle()  # partitions about to be revoked
+    assert source.log == ["submit", "result", "deliver", "commit"]
+    assert source.committed == {("in", 0): 1} and len(sink.outputs) == 1
+
+
 def test_check_topics_names_the_missing_topic() -> None:
     svc, source, _ = service([])
     source.topics = lambda: {"in", "out"}  # type: ignore[method-assign]
