@@ -3,10 +3,11 @@ exact-dedup recipe as the anchor. Prints figures; it is not a timed test.
 
     python bench/kafka_bench.py [--bootstrap 127.0.0.1:9092] [--input FILE] [--rate 2000]
                                 [--seconds 12] [--warmup 2] [--profile] [--no-quix]
-                                [--python-clients]
+                                [--python-clients] [--engine-process child|inline]
 
 1. Sustained throughput: the whole stream is in a 6-partition topic first; the service (in this
-   process) decides it from the first poll to the last commit. `--profile` runs this phase under
+   process, its engine as `stream-dedup run` has it: in a child process by default) decides it
+   from the first poll to the last commit. `--profile` runs this phase under
    cProfile and prints where the time goes, by package and by function.
 2. Latency at a fixed offered rate: `stream-dedup run` as a process of its own, fed at the rate
    by `kcat -P` (paced by a small Python process that writes it one line at a time) while one
@@ -423,7 +424,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-quix", action="store_true", help="skip the Quix Streams anchor")
     p.add_argument("--python-clients", action="store_true",
                    help="phase 2 feeds and reads with kafka-python instead of kcat")
+    p.add_argument("--engine-process", choices=("child", "inline"),
+                   default=Settings().engine.process,
+                   help="where the service runs its engine (`engine.process`), both phases")
     args = p.parse_args(argv)
+    engine = dataclasses.replace(Settings().engine, process=args.engine_process)
+    os.environ["STREAM_DEDUP__ENGINE__PROCESS"] = args.engine_process  # phase 2's `run`
     import logging
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -438,7 +444,8 @@ def main(argv: list[str] | None = None) -> int:
         k1 = dataclasses.replace(topic_settings(bootstrap, f"bench-{tag}-a"), partitions=6)
         create_topics(k1)
         preload(k1, lines)
-        results = {"throughput": throughput(Settings(kafka=k1), lines, args.profile)}
+        results = {"throughput": throughput(Settings(kafka=k1, engine=engine), lines,
+                                            args.profile)}
         if args.seconds > 0:
             k2 = topic_settings(bootstrap, f"bench-{tag}-b")
             create_topics(k2, partitions=6)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
-import os
 import signal
 import time
 from collections.abc import Sequence
@@ -36,6 +35,7 @@ from .engine import LOOKUPS_ONLY, Engine
 from .errors import ServiceError, StateError
 from .records import Decision, Message, Verdict
 from .state import open_store
+from .state.rocksdb import directory_bytes
 
 log = logging.getLogger(__name__)
 LOCK_WAIT_S = 30.0  # a killed service's engine process finishes its batch well within this
@@ -131,16 +131,7 @@ class _Store:
         self.backend = backend
 
     def disk_bytes(self) -> int:
-        if self.backend != "rocksdb":
-            return 0
-        total = 0
-        for root, _dirs, files in os.walk(self.path):
-            for name in files:
-                try:
-                    total += os.path.getsize(os.path.join(root, name))
-                except OSError:
-                    continue  # a file compaction removed meanwhile
-        return total
+        return directory_bytes(self.path) if self.backend == "rocksdb" else 0
 
 
 class EngineProcess:

@@ -128,14 +128,7 @@ class RocksStore:
             raise StateError(f"state write failed in {self.path}: {exc}") from None
 
     def disk_bytes(self) -> int:
-        total = 0
-        for root, _dirs, files in os.walk(self.path):
-            for name in files:
-                try:
-                    total += os.path.getsize(os.path.join(root, name))
-                except OSError:
-                    continue  # a file compaction removed meanwhile
-        return total
+        return directory_bytes(self.path)
 
     def close(self) -> None:
         """Flush and release the directory lock (column-family views hold the DB open too)."""
@@ -147,3 +140,15 @@ class RocksStore:
             raise StateError(f"closing the state in {self.path} failed: {exc}") from None
         self._cfs.clear()
         self._handles.clear()
+
+
+def directory_bytes(path: str) -> int:
+    """The size of the files under a state directory (read while RocksDB works in it)."""
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.path.getsize(os.path.join(root, name))
+            except OSError:
+                continue  # a file compaction removed meanwhile
+    return total
