@@ -249,7 +249,7 @@ class Service:
         # 3. Decide, in order, one index for all partitions; durable when the verdicts are back.
         messages = [d for d in decoded if isinstance(d, Message)]
         if self._pipelined:
-            before = self._deciding
+            before, self._deciding = self._deciding, None  # not taken twice should it fail
             verdicts = self.engine.result() if before is not None else []
             self.engine.submit(messages)
             self._deciding = _Deciding(records, decoded)
