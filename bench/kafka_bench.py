@@ -104,8 +104,8 @@ class Timed:
         self.first: float | None = None
         self.last = 0.0
 
-    def poll(self):  # -> list[InputRecord]
-        records = self.source.poll()
+    def poll(self, wait: bool = True):  # -> list[InputRecord]
+        records = self.source.poll(wait)
         if records and self.first is None:
             self.first = time.perf_counter()
         self.polled += len(records)

@@ -19,12 +19,13 @@ This batch is then the one in flight. It is completed (step 6) by the next batch
 finds nothing, before partitions are revoked in a rebalance, and when the service stops.
 
 An engine in a process of its own (`engine_process.EngineProcess`, `engine.process: child`)
-decides a backlog's batch while this process takes the batch before it through steps 4-6 and
-polls and decodes the next: a batch is handed over (3) after the previous one's verdicts came
-back, and goes through 4-6 in the next step, or at once when it is under `BACKLOG_RECORDS` (thin
-input: latency counts). Settling (a poll that finds nothing, a revoke, the stop) takes the batch
-being decided through 4-6 first. The order of 3-6 for each batch, and so the guarantee, is the
-same.
+decides a batch while this process takes the batch before it through steps 4-6 and polls and
+decodes the next: a batch is handed over (3) after the previous one's verdicts came back, and
+goes through 4-6 in the next step. While a batch is being decided, the poll takes only what has
+arrived, without waiting: when nothing has, the batch goes through 4-6 at once (a thin feed's
+records do not wait for the next one's). Settling (a poll that finds nothing, a revoke, the
+stop) takes the batch being decided through 4-6 first. The order of 3-6 for each batch, and so
+the guarantee, is the same.
 
 Why one batch in flight: the broker acknowledges a batch while the next one is polled and decided
 (a round trip per batch was a third of a batch's time at 2,000 msgs/s), and its records are on
@@ -96,7 +97,7 @@ PROGRESS_EVERY_S = 60.0
 
 
 class Source(Protocol):
-    def poll(self) -> list[InputRecord]: ...
+    def poll(self, wait: bool = True) -> list[InputRecord]: ...
     def commit(self, offsets: dict[tuple[str, int], int]) -> bool: ...
     def lags(self) -> dict[tuple[str, int], int]: ...
     def topics(self) -> set[str]: ...
@@ -230,11 +231,15 @@ class Service:
         clock = time.perf_counter
         seconds = self.stats.seconds
         t0 = clock()
-        # 1. Poll a batch from every partition this member owns.
-        records = self.source.poll()
+        # 1. Poll a batch from every partition this member owns (what has arrived, without
+        # waiting, while a pipelined engine decides the batch before).
+        records = self.source.poll(wait=self._deciding is None)
         t1 = clock()
         seconds["poll"] += t1 - t0
         if not records:
+            if self._deciding is not None:
+                self._finish_deciding()  # nothing arrived meanwhile: deliver it now
+                return 0
             self.complete()  # the input paused: nothing to overlap the wait with
             t2 = clock()
             self.metrics.set_lag(self.source.lags())  # owned partitions change while idle too
@@ -256,8 +261,6 @@ class Service:
             seconds["engine"] += clock() - t2
             if before is not None:
                 self._deliver(before.records, before.decoded, verdicts)
-            if len(records) < BACKLOG_RECORDS:
-                self._finish_deciding()
         else:
             verdicts = self.engine.process(messages)
             seconds["engine"] += clock() - t2

@@ -161,11 +161,12 @@ class KafkaSource:
         """Names of the topics the cluster has."""
         return self.backoff.call("listing topics", self.consumer.topics)
 
-    def poll(self) -> list[InputRecord]:
-        """Up to `poll_batch_size` records: waits at most `batch_wait_ms` for the first ones,
-        then takes only what has already arrived, unless there is a backlog (the batch holds
-        `BACKLOG_RECORDS`, or as many are in the topic after the records just polled): then each
-        further poll waits (as long) for the next fetches' records.
+    def poll(self, wait: bool = True) -> list[InputRecord]:
+        """Up to `poll_batch_size` records: waits at most `batch_wait_ms` for the first ones
+        (not at all with `wait` false), then takes only what has already arrived, unless there
+        is a backlog (the batch holds `BACKLOG_RECORDS`, or as many are in the topic after the
+        records just polled): then each further poll waits (`batch_wait_ms`) for the next
+        fetches' records.
 
         Waiting to fill a batch would add its wait to every record's latency when the input is
         thin; when it is thick the fetched records fill the batch at once anyway, so the batch
@@ -179,7 +180,7 @@ class KafkaSource:
         """
         s = self.settings
         out: list[InputRecord] = []
-        wait_ms = s.batch_wait_ms
+        wait_ms = s.batch_wait_ms if wait else 0
         while len(out) < s.poll_batch_size:
             try:
                 got = self.consumer.poll(timeout_ms=wait_ms,

@@ -173,6 +173,7 @@ def service_env(settings: Settings, state: Path, metrics_port: int = 0) -> dict[
     k = settings.kafka
     env = {**os.environ, "STREAM_DEDUP__STATE__PATH": str(state),
            "STREAM_DEDUP__METRICS__PORT": str(metrics_port)}
+    env["STREAM_DEDUP__ENGINE__PROCESS"] = settings.engine.process
     for f in dataclasses.fields(k):
         value = getattr(k, f.name)
         env[f"STREAM_DEDUP__KAFKA__{f.name.upper()}"] = (

@@ -7,6 +7,7 @@ exactly (multi-partition runs are covered by test_service.py).
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import subprocess
 import time
@@ -79,9 +80,14 @@ def _preloaded(kafka_bootstrap, unique_topic, records: int, partitions: int, gro
     return lines, topics, settings
 
 
-def test_kill9_the_service_three_times(kafka_bootstrap, unique_topic, tmp_path):
+@pytest.mark.parametrize("engine_process", ["inline", "child"])
+def test_kill9_the_service_three_times(kafka_bootstrap, unique_topic, tmp_path, engine_process):
+    """With the engine in the service's process and in a child of it (whose state a restarted
+    service opens once the killed one's child let go of it)."""
     lines, topics, settings = _preloaded(kafka_bootstrap, unique_topic, 20_000, 1, "crash",
                                          poll_batch_size=500)
+    settings = dataclasses.replace(
+        settings, engine=dataclasses.replace(settings.engine, process=engine_process))
     state, log = tmp_path / "state", tmp_path / "service.log"
     rng = random.Random()
     points = sorted((rng.randint(2_000, 18_000) for _ in range(3)), reverse=True)
@@ -101,7 +107,7 @@ def test_kill9_the_service_three_times(kafka_bootstrap, unique_topic, tmp_path):
     finally:
         stop_service(proc, log)
     twice, distinct = _check_nothing_lost(settings, topics, lines)
-    print(f"\ncrash test: {len(lines)} records, SIGKILL after ~{kills} committed; 0 lost, "
+    print(f"\ncrash test (engine {engine_process}): {len(lines)} records, SIGKILL after ~{kills} committed; 0 lost, "
           f"{distinct} ids emitted, {twice} records emitted twice (replayed after a kill)")
 
 

@@ -47,8 +47,10 @@ class FakeSource:
     batches: list[list[Rec]]
     log: list[str] = field(default_factory=list)
     committed: dict[tuple[str, int], int] = field(default_factory=dict)
+    waits: list[bool] = field(default_factory=list)
 
-    def poll(self) -> list[Rec]:
+    def poll(self, wait: bool = True) -> list[Rec]:
+        self.waits.append(wait)
         return self.batches.pop(0) if self.batches else []
 
     def commit(self, offsets: dict[tuple[str, int], int]) -> bool:
@@ -213,12 +215,10 @@ class Pipelined:
         self.engine.close()
 
 
-def test_a_pipelined_engine_decides_a_backlog_batch_while_the_one_before_is_delivered(
-        monkeypatch) -> None:
-    monkeypatch.setattr("stream_dedup.kafka.service.BACKLOG_RECORDS", 2)
+def test_a_pipelined_engine_decides_a_batch_while_the_one_before_is_delivered() -> None:
     batches = [[rec(0, 0, "a", TEXT), rec(0, 1, "b", TEXT + "！")],
                [rec(1, 0, "c", "完全不同的另一条消息内容在这里出现"), rec(1, 1, "d", TEXT)],
-               [rec(0, 2, "e", TEXT)]]  # thin: delivered in its own step
+               [rec(0, 2, "e", TEXT)]]
     inline, _, inline_sink = service([list(b) for b in batches])
     while inline.step():
         pass
@@ -231,9 +231,11 @@ def test_a_pipelined_engine_decides_a_backlog_batch_while_the_one_before_is_deli
     assert svc.step() == 2  # the first batch's verdicts taken, the second handed over, the
     # first sent
     assert source.log == ["submit", "result", "submit"] and len(sink.outputs) == 2
-    assert svc.step() == 1  # the second sent, the first completed; the thin third at once
-    assert source.log[3:] == ["result", "submit", "deliver", "commit", "result", "deliver",
-                              "commit"]
+    assert svc.step() == 1  # the second sent, the first completed
+    assert source.log[3:] == ["result", "submit", "deliver", "commit"]
+    assert svc.step() == 0  # nothing arrived while the third was decided: it is sent now
+    assert source.log[7:] == ["result", "deliver", "commit"]
+    assert source.waits == [True, False, False, False]  # no waiting while a batch is decided
     assert source.committed == {("in", 0): 2, ("in", 1): 2} and len(sink.outputs) == 5
     source.settle()  # a revoke: the batch in flight completed
     assert source.committed == {("in", 0): 3, ("in", 1): 2} and svc.stats.records == 5
@@ -241,8 +243,7 @@ def test_a_pipelined_engine_decides_a_backlog_batch_while_the_one_before_is_deli
         [(o.topic, o.value, o.headers) for o in inline_sink.outputs]
 
 
-def test_settling_takes_the_batch_being_decided_through_delivery_first(monkeypatch) -> None:
-    monkeypatch.setattr("stream_dedup.kafka.service.BACKLOG_RECORDS", 1)
+def test_settling_takes_the_batch_being_decided_through_delivery_first() -> None:
     s = settings()
     source = FakeSource([[rec(0, 0, "a", TEXT)]])
     sink = FakeSink(source.log)
@@ -350,11 +351,11 @@ def test_the_collector_is_paused_during_each_step_only() -> None:
     seen: list[bool] = []
     poll = source.poll
 
-    def noting() -> list[Rec]:
+    def noting(wait: bool = True) -> list[Rec]:
         seen.append(gc.isenabled())
         if not source.batches:
             svc.shutdown.request()
-        return poll()
+        return poll(wait)
 
     source.poll = noting  # type: ignore[method-assign]
     svc.run()

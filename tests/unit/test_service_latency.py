@@ -315,8 +315,8 @@ def test_the_run_freezes_what_was_loaded_and_reads_the_state_before_its_first_ba
     svc = Service(s, Engine(s, MemoryStore()), src, FakeSink(src.log), Shutdown(1.0), meter)
     polls = src.poll
 
-    def poll() -> list[Rec]:
-        batch = polls()
+    def poll(wait: bool = True) -> list[Rec]:
+        batch = polls(wait)
         if not batch:
             svc.shutdown.request()
         return batch
