@@ -6,9 +6,9 @@ exact-dedup recipe as the anchor. Prints figures; it is not a timed test.
                                 [--python-clients] [--engine-process child|inline]
 
 1. Sustained throughput: the whole stream is in a 6-partition topic first; the service (in this
-   process, its engine as `stream-dedup run` has it: in a child process by default) decides it
-   from the first poll to the last commit. `--profile` runs this phase under
-   cProfile and prints where the time goes, by package and by function.
+   process, its engine where `--engine-process` puts it, as `engine.process` does for
+   `stream-dedup run`) decides it from the first poll to the last commit. `--profile` runs this
+   phase under cProfile and prints where the time goes, by package and by function.
 2. Latency at a fixed offered rate: `stream-dedup run` as a process of its own, fed at the rate
    by `kcat -P` (paced by a small Python process that writes it one line at a time) while one
    `kcat -C` per output, duplicates and dead-letter topic hands this process each record's

@@ -1,10 +1,11 @@
 """The engine in a process of its own, so that the service decides one batch while it polls,
-decodes, routes and sends the others (`engine.process: child`, the service's default).
+decodes, routes and sends the others (`engine.process: child`; `inline` is the default).
 
 On 2 shared cores the engine (~36 µs a message) and kafka-python (~30 µs a record: fetch,
 decode, send) took turns on one core; side by side on the broker's backlog (bench/kafka_bench.py
-sustained phase, pairs of runs in one sitting) the service ran 10.9-13.7k msgs/s with the engine
-in a child against 8.7-11.2k in one process.
+sustained phase, six runs each, alternating) the service ran 11.2-18.2k msgs/s with the engine
+in a child against 9.8-14.0k in one process. A live feed's p99 is ~10 ms higher with it (a third
+busy process on the 2 cores; README, Measured), hence not the default.
 
 The child is spawned (it inherits none of the parent's threads or sockets), opens the state and
 decides the batches it is given, in order: each batch's verdicts come back after its state write
@@ -74,12 +75,11 @@ def _serve(conn: Connection, settings: Settings, path: str) -> None:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
         engine = _open(settings, path)
-        stored = engine.stored_messages()
     except BaseException as exc:
         conn.send(("error", exc))
         return
     try:
-        conn.send(("ok", stored, engine.stats, _figures(engine)))
+        conn.send(("ok", engine.stored_messages(), engine.stats, _figures(engine)))
         while True:
             try:
                 request = conn.recv()
