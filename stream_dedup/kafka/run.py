@@ -98,7 +98,7 @@ def start_metrics_port(metrics: ServesMetrics, m: MetricsSettings,
 
 
 def open_decider(settings: Settings, root: str,
-             backoff: Backoff) -> tuple[Decider, ConsumerRebalanceListener | None]:
+                 backoff: Backoff) -> tuple[Decider, ConsumerRebalanceListener | None]:
     """The engine of `scale.scope` and the rebalance listener it needs: one engine over every
     partition (`process`; in a child process with `engine.process: child`), or one per
     partition restored from its changelog (`key`)."""

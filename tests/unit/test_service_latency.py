@@ -121,6 +121,19 @@ def test_an_idle_poll_waits_once_and_returns_nothing() -> None:
     assert consumer.calls == [(25, 1000)]
 
 
+def test_a_poll_told_not_to_wait_takes_only_what_has_arrived() -> None:
+    # The service's poll while a pipelined engine decides the batch before: a backlog still
+    # fills the batch from the next fetches.
+    src, consumer = source([], batch_wait_ms=25, poll_batch_size=1000)
+    assert src.poll(wait=False) == []
+    assert consumer.calls == [(0, 1000)]
+    big = BACKLOG_RECORDS
+    src, consumer = source([recs(range(0, big)), recs(range(big, big + 5)), []],
+                           batch_wait_ms=25, poll_batch_size=big + 100)
+    assert len(src.poll(wait=False)) == big + 5
+    assert consumer.calls == [(0, big + 100), (25, 100), (25, 95)]
+
+
 class CommitConsumer:
     """Keeps the commits it was sent; `answer` completes the oldest unanswered async one."""
 
