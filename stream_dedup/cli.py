@@ -19,7 +19,7 @@ from typing import TextIO
 from . import __version__
 from .config import Settings, load_config
 from .decode import decode
-from .engine import LOOKUPS_ONLY, Engine
+from .engine import Engine, open_engine
 from .errors import StreamDedupError
 from .files import read_lines
 from .logs import LOG_FORMATS, configure
@@ -199,9 +199,7 @@ def verdict_json(v: Verdict) -> dict[str, object]:
 
 def cmd_dedup(args: argparse.Namespace, settings: Settings) -> int:
     state_path = args.state or settings.state.path
-    engine = Engine(settings, open_store(settings.state.backend, state_path,
-                                         settings.state.block_cache_mb, settings.state.sync_writes,
-                                         LOOKUPS_ONLY))
+    engine = open_engine(settings, state_path)
     progress = Progress(not args.quiet)
     metrics = _file_metrics(settings) if args.metrics_textfile else None
     started = time.perf_counter()

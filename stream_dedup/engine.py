@@ -42,6 +42,7 @@ from .index.layout import make_layout
 from .index.probe import BatchProbe
 from .normalize import Normalizer
 from .records import Decision, Message, Verdict
+from .state import open_store
 from .state.store import KVStore, WriteSet
 from .strategies import make_strategy
 
@@ -54,6 +55,18 @@ STAGES = ("normalize", "exact", "fingerprint", "index", "verify", "write")
 # Not `blocks`: a bucket key is a table number and a 16-bit block in 8 bytes, so its first bytes
 # hardly vary (measured: no faster hashed).
 LOOKUPS_ONLY = ("anchors", "exact")
+
+
+def open_engine(settings: Settings, path: str) -> Engine:
+    """An engine on the configured state (`state.*`) at `path`; the store is closed again when
+    the engine cannot start on it."""
+    st = settings.state
+    store = open_store(st.backend, path, st.block_cache_mb, st.sync_writes, LOOKUPS_ONLY)
+    try:
+        return Engine(settings, store)
+    except BaseException:
+        store.close()
+        raise
 
 
 @dataclass(slots=True)

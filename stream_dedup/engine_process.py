@@ -32,10 +32,9 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from .config import Settings
-from .engine import LOOKUPS_ONLY, Engine
+from .engine import Engine, open_engine
 from .errors import ServiceError, StateError
 from .records import Decision, Message, Verdict
-from .state import open_store
 from .state.rocksdb import directory_bytes
 
 log = logging.getLogger(__name__)
@@ -46,21 +45,14 @@ _DECISIONS = {d.value: d for d in Decision}
 def _open(settings: Settings, path: str) -> Engine:
     """The engine on `path`, waiting while another process (a killed service's engine process
     finishing its batch) still holds the directory lock."""
-    st = settings.state
     deadline = time.monotonic() + LOCK_WAIT_S
     while True:
         try:
-            store = open_store(st.backend, path, st.block_cache_mb, st.sync_writes, LOOKUPS_ONLY)
-            break
+            return open_engine(settings, path)
         except StateError as exc:
             if "locked by another process" not in str(exc) or time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
-    try:
-        return Engine(settings, store)
-    except BaseException:
-        store.close()
-        raise
 
 
 def _figures(engine: Engine) -> tuple[float, float]:

@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..config import Settings
-from ..engine import LOOKUPS_ONLY, Engine
+from ..engine import open_engine
 from ..records import Message
-from ..state import open_store
 
 
 class EngineDetector:
@@ -19,9 +18,7 @@ class EngineDetector:
 
     def __init__(self, settings: Settings, state_path: str, name: str = "stream-dedup") -> None:
         self.name = name
-        store = open_store(settings.state.backend, state_path, settings.state.block_cache_mb,
-                           settings.state.sync_writes, LOOKUPS_ONLY)
-        self.engine = Engine(settings, store)
+        self.engine = open_engine(settings, state_path)
 
     def flags(self, batch: Sequence[Message]) -> list[bool]:
         return [v.is_duplicate for v in self.engine.process(batch)]

@@ -14,14 +14,13 @@ from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from prometheus_client import CollectorRegistry
 
 from ..config import MetricsSettings, Settings
-from ..engine import LOOKUPS_ONLY, Engine
+from ..engine import open_engine
 from ..engine_process import EngineProcess
 from ..errors import ConfigError, ServiceError
 from ..health import MetricsServer, Readiness, ReadyCheck, tls_context
 from ..metrics import ServiceMetrics
 from ..scale.partitioned import open_partitioned
 from ..secret import read_secret
-from ..state import open_store
 from .observe import BROKER_REACHABLE, CONDITIONS, STATE_OPEN
 from .retry import Backoff, Shutdown, Throttle
 from .service import Decider, Service, ServiceStats
@@ -111,9 +110,7 @@ def open_decider(settings: Settings, root: str,
         return engines, engines
     if settings.engine.process == "child":
         return EngineProcess(settings, root), None
-    st = settings.state
-    return Engine(settings, open_store(st.backend, root, st.block_cache_mb,
-                                       st.sync_writes, LOOKUPS_ONLY)), None
+    return open_engine(settings, root), None
 
 
 def serve(settings: Settings, state_path: str | None = None) -> ServiceStats:
