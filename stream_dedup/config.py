@@ -144,9 +144,9 @@ class EngineSettings:
     """Batching of the hot path, and where the service runs the engine."""
 
     batch_size: int = 4000
-    # `stream-dedup run` with `scale.scope: process`: inline in the service's process; child
-    # in a process of its own while the service polls and sends (`engine_process.py`).
-    process: Literal["inline", "child"] = "inline"
+    # `stream-dedup run` with `scale.scope: process`: child, in a process of its own while the
+    # service polls and sends (`engine_process.py`); inline in the service's process.
+    process: Literal["inline", "child"] = "child"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,11 +1,12 @@
 """The engine in a process of its own, so that the service decides one batch while it polls,
-decodes, routes and sends the others (`engine.process: child`; `inline` is the default).
+decodes, routes and sends the others (`engine.process: child`, the default; `inline` keeps it in
+the service's process).
 
-On 2 shared cores the engine (~36 µs a message) and kafka-python (~30 µs a record: fetch,
-decode, send) took turns on one core; side by side on the broker's backlog (bench/kafka_bench.py
-sustained phase, six runs each, alternating) the service ran 11.2-18.2k msgs/s with the engine
-in a child against 9.8-14.0k in one process. A live feed's p99 is ~10 ms higher with it (a third
-busy process on the 2 cores; README, Measured), hence not the default.
+In one process the engine (~36 µs a message) and kafka-python (~30 µs a record: fetch, decode,
+send) take turns on one core, whatever the machine has. Side by side on 2 shared cores
+(bench/kafka_bench.py, runs alternating, README "Measured") the service decided the broker's
+backlog at 10.4-19.6k msgs/s with the engine in a child against 8.4-13.0k in one process, and a
+live feed's p99 at 2,000 msgs/s was no higher with it (60-79 ms against 56-199).
 
 The child is spawned (it inherits none of the parent's threads or sockets), opens the state and
 decides the batches it is given, in order: each batch's verdicts come back after its state write
