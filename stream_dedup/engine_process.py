@@ -5,8 +5,8 @@ the service's process).
 In one process the engine (~36 µs a message) and kafka-python (~30 µs a record: fetch, decode,
 send) take turns on one core, whatever the machine has. Side by side on 2 shared cores
 (bench/kafka_bench.py, runs alternating, README "Measured") the service decided the broker's
-backlog at 10.4-19.6k msgs/s with the engine in a child against 8.4-13.0k in one process, and a
-live feed's p99 at 2,000 msgs/s was no higher with it (60-79 ms against 56-199).
+backlog at a median 15.8k msgs/s with the engine in a child against 11.7k in one process, and a
+live feed's p99 at 2,000 msgs/s was no higher with it (median 63 ms against 66).
 
 The child is spawned (it inherits none of the parent's threads or sockets), opens the state and
 decides the batches it is given, in order: each batch's verdicts come back after its state write
