@@ -186,18 +186,27 @@ def start_service(settings: Settings, state: Path, log: Path, metrics_port: int 
                   log_format: str = "human") -> subprocess.Popen:
     """`stream-dedup run` as a child process, its log appended to `log`."""
     out = open(log, "ab")  # noqa: SIM115 (inherited by the child; closed with the test)
-    return subprocess.Popen(
+    start = out.tell()  # the end of what earlier processes wrote
+    proc = subprocess.Popen(
         [sys.executable, "-m", "stream_dedup.cli", "--log-format", log_format, "run"],
         env=service_env(settings, state, metrics_port), stdout=out, stderr=out)
+    _LOG_START[proc.pid] = start
+    return proc
+
+
+# Where each started service's lines begin in its (appended) log, by pid.
+_LOG_START: dict[int, int] = {}
 
 
 def stop_service(proc: subprocess.Popen, log: Path, timeout_s: float = 60.0) -> None:
-    """SIGTERM, and the service must exit 0 within `timeout_s`. The signal waits until the
-    service says it is running: before its handlers are installed (imports, a cold start on a
-    busy machine) SIGTERM ends the process the default way, which proves nothing."""
+    """SIGTERM, and the service must exit 0 within `timeout_s`. The signal waits until this
+    process says it is running (a line of its own, not one of an earlier process appending to
+    the same log): before its handlers are installed (imports, a cold start on a busy machine)
+    SIGTERM ends the process the default way, which proves nothing."""
     deadline = time.monotonic() + timeout_s
+    start = _LOG_START.pop(proc.pid, 0)
     while (proc.poll() is None and time.monotonic() < deadline
-           and "running state=" not in log.read_text(errors="replace")):
+           and b"running state=" not in log.read_bytes()[start:]):
         time.sleep(0.2)
     proc.send_signal(signal.SIGTERM)
     try:
