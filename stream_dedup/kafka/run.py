@@ -150,9 +150,11 @@ def serve(settings: Settings, state_path: str | None = None) -> ServiceStats:
         except BaseException:
             service.close()
             raise
-        log.info("running state=%s inputs=%s output=%s duplicates=%s dead_letters=%s",
+        log.info("running state=%s inputs=%s output=%s duplicates=%s dead_letters=%s scope=%s%s",
                  state_path or st.path, ",".join(k.input_topics), k.output_topic,
-                 k.duplicates_topic, k.dead_letter_topic)
+                 k.duplicates_topic, k.dead_letter_topic, settings.scale.scope,
+                 f" engine={settings.engine.process}" if settings.scale.scope == "process"
+                 else "")
         return service.run()
     finally:
         if server is not None:
