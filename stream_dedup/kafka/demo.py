@@ -27,7 +27,7 @@ from ..errors import ServiceError
 from .broker import REPO, LocalBroker
 from .produce import produce_file
 from .run import metrics_url
-from .topics import configured_topics, create_topics, group_lag, record_counts
+from .topics import LagWatch, configured_topics, create_topics, record_counts
 
 log = logging.getLogger(__name__)
 DEV_STREAM = REPO.parent / "shared" / "bench" / "reviews-dev.jsonl.gz"
@@ -131,18 +131,19 @@ def wait_consumed(k: KafkaSettings, service: ServiceProcess, timeout_s: float,
     """Until the service's group has committed every input record."""
     deadline = time.monotonic() + timeout_s
     last = -1
-    while True:
-        service.check_alive()
-        lag = group_lag(k.bootstrap_servers, k.group_id, k.input_topics)
-        if lag == 0:
-            return
-        if time.monotonic() > deadline:
-            raise ServiceError(f"the service still had {lag:,} records to go after "
-                               f"{timeout_s:.0f} s; its log: {service.log_path}")
-        if lag != last:
-            print(f"  ... {lag:,} records left to decide", file=err)
-            last = lag
-        time.sleep(0.5)
+    with LagWatch(k.bootstrap_servers, k.group_id, k.input_topics) as watch:
+        while True:
+            service.check_alive()
+            lag = watch.lag()
+            if lag == 0:
+                return
+            if time.monotonic() > deadline:
+                raise ServiceError(f"the service still had {lag:,} records to go after "
+                                   f"{timeout_s:.0f} s; its log: {service.log_path}")
+            if lag != last:
+                print(f"  ... {lag:,} records left to decide", file=err)
+                last = lag
+            time.sleep(0.5)
 
 
 def run_demo(settings: Settings, config: str | None, input_path: Path, port: int,

@@ -23,7 +23,7 @@ from stream_dedup.kafka.retry import Backoff, Shutdown
 from stream_dedup.kafka.service import Service
 from stream_dedup.kafka.sink import KafkaSink
 from stream_dedup.kafka.source import KafkaSource
-from stream_dedup.kafka.topics import group_lag
+from stream_dedup.kafka.topics import LagWatch
 from stream_dedup.records import Message, Verdict
 from stream_dedup.state import MemoryStore, open_store
 
@@ -105,10 +105,11 @@ def wait_drained(settings: Settings, timeout_s: float, alive: Callable[[], bool]
     """Until the group has committed every input record."""
     k = settings.kafka
     deadline = time.monotonic() + timeout_s
-    while group_lag(k.bootstrap_servers, k.group_id, k.input_topics) > 0:
-        assert alive(), "the service stopped before it had read everything"
-        assert time.monotonic() < deadline, f"input not drained within {timeout_s} s"
-        time.sleep(0.3)
+    with LagWatch(k.bootstrap_servers, k.group_id, k.input_topics) as watch:
+        while watch.lag() > 0:
+            assert alive(), "the service stopped before it had read everything"
+            assert time.monotonic() < deadline, f"input not drained within {timeout_s} s"
+            time.sleep(0.3)
 
 
 class Recording:
@@ -182,6 +183,10 @@ def service_env(settings: Settings, state: Path, metrics_port: int = 0) -> dict[
     return env
 
 
+# Where each started service's lines begin in its (appended) log, by pid.
+_LOG_START: dict[int, int] = {}
+
+
 def start_service(settings: Settings, state: Path, log: Path, metrics_port: int = 0,
                   log_format: str = "human") -> subprocess.Popen:
     """`stream-dedup run` as a child process, its log appended to `log`."""
@@ -193,9 +198,6 @@ def start_service(settings: Settings, state: Path, log: Path, metrics_port: int 
     _LOG_START[proc.pid] = start
     return proc
 
-
-# Where each started service's lines begin in its (appended) log, by pid.
-_LOG_START: dict[int, int] = {}
 
 
 def stop_service(proc: subprocess.Popen, log: Path, timeout_s: float = 60.0) -> None:

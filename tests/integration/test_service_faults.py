@@ -15,7 +15,6 @@ import uuid
 from collections import Counter
 
 import pytest
-from kafka.errors import KafkaError
 from kafka_helpers import (
     REPO,
     file_mode_uniques,
@@ -31,31 +30,19 @@ from kafka_helpers import (
 )
 
 from stream_dedup.decode import decode
-from stream_dedup.kafka.topics import admin, group_lag
+from stream_dedup.kafka.topics import LagWatch, group_lag
 
 pytestmark = pytest.mark.integration
 
 
-def _wait_lag_below(settings, total: int, threshold: int, proc: subprocess.Popen,
-                    timeout_s: float) -> int:
-    """Wait until fewer than `threshold` of the `total` records preloaded into the input topics
-    (from offset 0) are uncommitted; returns that lag. One admin client asks for the group's
-    offsets every 20 ms (a client made for each question took ~0.2 s, during which the service
-    decides thousands of records)."""
+def _wait_lag_below(settings, threshold: int, proc: subprocess.Popen, timeout_s: float) -> None:
+    """Wait until the group's lag is below `threshold`, asking every 20 ms on the same clients
+    (made for each question, they took ~0.2 s, during which the service decides thousands of
+    records)."""
     k = settings.kafka
     deadline = time.monotonic() + timeout_s
-    with admin(k.bootstrap_servers) as client:
-        while True:
-            try:
-                committed = client.list_group_offsets({k.group_id: None}).get(k.group_id, {})
-            except KafkaError as exc:  # the group's coordinator still loading, say
-                if not exc.retriable:
-                    raise
-                committed = {}
-            lag = total - sum(max(o.offset, 0) for tp, o in committed.items()
-                              if tp.topic in k.input_topics)
-            if lag < threshold:
-                return lag
+    with LagWatch(k.bootstrap_servers, k.group_id, k.input_topics) as watch:
+        while (lag := watch.lag()) >= threshold:
             assert proc.poll() is None, f"service exited with {proc.returncode}"
             assert time.monotonic() < deadline, f"lag stayed at {lag} (waiting for < {threshold})"
             time.sleep(0.02)
@@ -112,7 +99,7 @@ def test_kill9_the_service_three_times(kafka_bootstrap, unique_topic, tmp_path, 
     for lag_point in points:
         proc = start_service(settings, state, log)
         try:
-            _wait_lag_below(settings, len(lines), lag_point, proc, timeout_s=120)
+            _wait_lag_below(settings, lag_point, proc, timeout_s=120)
             time.sleep(rng.uniform(0.0, 0.1))  # anywhere in the next batches: poll .. commit
         finally:
             proc.kill()  # SIGKILL: no flush, no commit, no close
@@ -145,7 +132,7 @@ def test_a_second_member_joins_mid_run_and_the_revoked_work_is_committed(
     second = None
     try:
         # The first member is mid-stream, always with a batch in flight, when the second joins.
-        _wait_lag_below(settings, len(lines), len(lines) - 2_000, first, timeout_s=120)
+        _wait_lag_below(settings, len(lines) - 2_000, first, timeout_s=120)
         second = start_service(settings, tmp_path / "second", second_log)
         wait_drained(settings, timeout_s=180,
                      alive=lambda: first.poll() is None and second.poll() is None)
@@ -175,7 +162,7 @@ def test_broker_killed_and_restarted_mid_run(kafka_bootstrap, unique_topic, tmp_
     proc = start_service(settings, tmp_path / "state", log)
     script = ["bash", str(REPO / "deploy" / "kafka.sh")]
     try:
-        _wait_lag_below(settings, len(lines), int(len(lines) * 0.8), proc, timeout_s=120)
+        _wait_lag_below(settings, int(len(lines) * 0.8), proc, timeout_s=120)
         subprocess.run([*script, "kill9"], check=True, capture_output=True, timeout=60)
         time.sleep(2)
         assert proc.poll() is None, "the service died with the broker"
