@@ -1,9 +1,11 @@
-"""The one place that turns `kafka.*` security settings into kafka-python keyword arguments.
+"""The one place that turns `kafka.*` security settings into client settings.
 
-`client_security(settings)` is passed (``**``) to every client the project makes: the service's
-consumer and producer, the admin client and the short-lived readers of `topics.py`, the `produce`
-command. The password is read from its environment variable or file each time (a rotated
-Kubernetes secret is picked up by the next client) and handed to kafka-python only there.
+`client_security(settings)` is passed (``**``) to every kafka-python client the project makes:
+the service's consumer, the admin client and the short-lived readers of `topics.py`, the
+`produce` command; `rdkafka_security(settings)` holds the same for the service's producer
+(librdkafka, `sink.py`). The password is read from its environment variable or file each time
+(a rotated Kubernetes secret is picked up by the next client) and handed to the client only
+there.
 
 `explain(exc)` turns the errors a secured connection fails with into one line that names the
 cause: authentication refused, or the broker certificate not trusted.
@@ -44,6 +46,23 @@ def client_security(k: KafkaSettings, environ: Mapping[str, str] | None = None
     if k.security_protocol.startswith("SASL_"):
         out.update(sasl_mechanism=k.sasl_mechanism, sasl_plain_username=k.sasl_username,
                    sasl_plain_password=sasl_password(k, environ).reveal())
+    return out
+
+
+def rdkafka_security(k: KafkaSettings, environ: Mapping[str, str] | None = None
+                     ) -> dict[str, Any]:
+    """The same settings as librdkafka properties (the service's producer, `sink.py`)."""
+    out: dict[str, Any] = {"security.protocol": k.security_protocol}
+    if k.security_protocol in ("SSL", "SASL_SSL"):
+        out["ssl.endpoint.identification.algorithm"] = "https" if k.ssl_check_hostname else "none"
+        for key, path in (("ssl.ca.location", k.ssl_cafile),
+                          ("ssl.certificate.location", k.ssl_certfile),
+                          ("ssl.key.location", k.ssl_keyfile)):
+            if path:
+                out[key] = path
+    if k.security_protocol.startswith("SASL_"):
+        out.update({"sasl.mechanism": k.sasl_mechanism, "sasl.username": k.sasl_username,
+                    "sasl.password": sasl_password(k, environ).reveal()})
     return out
 
 

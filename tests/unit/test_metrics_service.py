@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from confluent_kafka import KafkaError
 from kafka import TopicPartition
-from kafka.errors import KafkaConnectionError, KafkaTimeoutError, MessageSizeTooLargeError
+from kafka.errors import KafkaConnectionError
 from prometheus_client import CollectorRegistry
 from test_kafka_service import TEXT, FakeSink, FakeSource, Rec, rec, settings
 
@@ -222,35 +223,37 @@ def test_readiness_follows_assignment_and_polls() -> None:
 
 # -- the sink, on a fake producer -----------------------------------------------------------
 
-class Future:
-    """A send's future, already completed (the fake producer answers at once)."""
-
-    is_done = True
-
-    def __init__(self, error: Exception | None) -> None:
-        self.exception = error
-
-    def failed(self) -> bool:
-        return self.exception is not None
-
-
 class FakeProducer:
-    """Fails the first `failing` sends with `error`."""
+    """confluent-kafka's Producer as the sink uses it: each `produce` is answered (its delivery
+    report run) by the next `poll`; the first `failing` outputs are answered with `error`, and
+    the reports wait `slow_polls` polls first."""
 
     def __init__(self) -> None:
         self.failing = 0
-        self.error: Exception = KafkaTimeoutError("no ack")
+        self.error = KafkaError(KafkaError._MSG_TIMED_OUT)
         self.acked: list[bytes | None] = []
+        self.reports: list[tuple[object, KafkaError | None]] = []
+        self.slow_polls = 0
+        self.polls = 0
 
-    def send(self, topic: str, value: bytes | None, **kw: object) -> Future:
+    def produce(self, topic: str, value: bytes | None, key: bytes | None, *args: object,
+                on_delivery: object, **kw: object) -> None:
         if self.failing:
             self.failing -= 1
-            return Future(self.error)
+            self.reports.append((on_delivery, self.error))
+            return
         self.acked.append(value)
-        return Future(None)
+        self.reports.append((on_delivery, None))
 
-    def flush(self, timeout: float) -> None:
-        return
+    def poll(self, timeout: float) -> int:
+        self.polls += 1
+        if self.slow_polls:
+            self.slow_polls -= 1
+            return 0
+        reports, self.reports = self.reports, []
+        for report, error in reports:
+            report(error, None)  # type: ignore[operator]
+        return len(reports)
 
 
 class FakeKafkaSink(KafkaSink):
@@ -268,37 +271,20 @@ def test_each_failed_delivery_attempt_is_one_produce_error() -> None:
     assert sorted(producer.acked) == [b"0", b"1", b"2"]
     assert meter.kinds == ["produce", "produce"]
     assert "broker reachable: delivery failed:" in ready()[1]
-    producer.failing, producer.error = 1, MessageSizeTooLargeError("too big")
-    with pytest.raises(MessageSizeTooLargeError):
+    producer.failing, producer.error = 1, KafkaError(KafkaError.MSG_SIZE_TOO_LARGE)
+    with pytest.raises(ServiceError, match="writing to out failed for good"):
         sink.deliver(outputs[:1])
     assert meter.kinds == ["produce"] * 3
 
 
-class SlowFuture(Future):
-    """Acknowledged on the second wait; the first one times out."""
-
-    is_done = False
-
-    def __init__(self) -> None:
-        super().__init__(None)
-        self.waits = 0
-
-    def get(self, timeout: float) -> None:
-        self.waits += 1
-        if self.waits == 1:
-            raise KafkaTimeoutError("not yet")
-        self.is_done = True
-
-
 def test_complete_waits_for_each_acknowledgement_without_flushing() -> None:
     sink = FakeKafkaSink(settings().kafka, Backoff(0.0, 0.0, sleep=lambda _: None))
-    slow = SlowFuture()
-    sink.producer.send = lambda *a, **kw: slow  # type: ignore[method-assign]
-    sink.producer.flush = None  # type: ignore[assignment]  # complete never flushes
+    producer: FakeProducer = sink.producer  # type: ignore[assignment]
+    producer.slow_polls = 2  # the send's own poll and the first wait answer nothing
     sent = sink.send([Output("unique", "out", None, b"x", [], NOW_MS)])
-    assert slow.waits == 0  # sending does not wait
+    assert producer.polls == 1 and sent.pending == 1  # sending does not wait
     sink.complete(sent)
-    assert slow.waits == 2 and slow.is_done
+    assert producer.polls == 3 and sent.pending == 0 and producer.acked == [b"x"]
 
 
 # -- the progress line, the metrics port, the demo summary ----------------------------------

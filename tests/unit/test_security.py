@@ -20,7 +20,7 @@ from stream_dedup.cli import build_parser
 from stream_dedup.config import settings_from_dict
 from stream_dedup.errors import ConfigError, ServiceError
 from stream_dedup.health import serve, tls_context, with_basic_auth
-from stream_dedup.kafka.security import client_security, connect, describe
+from stream_dedup.kafka.security import client_security, connect, describe, rdkafka_security
 from stream_dedup.secret import Secret, read_secret
 
 PASSWORD = "s3cr3t-Pa55-word"
@@ -93,6 +93,20 @@ def test_one_function_builds_the_kwargs_of_every_client() -> None:
     assert describe(k) == "SASL_SSL SCRAM-SHA-256 user=alice"
     # The settings name where the password is, never hold it.
     assert PASSWORD not in repr(settings_from_dict({"kafka": SASL}, {"KAFKA_PW": PASSWORD}))
+
+
+def test_the_producer_gets_the_same_settings_as_librdkafka_properties() -> None:
+    assert rdkafka_security(kafka()) == {"security.protocol": "PLAINTEXT"}
+    k = kafka(**SASL, ssl_cafile=__file__, ssl_check_hostname=False,
+              sasl_mechanism="SCRAM-SHA-256")
+    assert rdkafka_security(k, {"KAFKA_PW": PASSWORD}) == {
+        "security.protocol": "SASL_SSL", "ssl.endpoint.identification.algorithm": "none",
+        "ssl.ca.location": __file__, "sasl.mechanism": "SCRAM-SHA-256",
+        "sasl.username": "alice", "sasl.password": PASSWORD}
+    mtls = rdkafka_security(kafka(security_protocol="SSL", ssl_certfile=__file__,
+                                  ssl_keyfile=__file__))
+    assert mtls == {"security.protocol": "SSL", "ssl.endpoint.identification.algorithm": "https",
+                    "ssl.certificate.location": __file__, "ssl.key.location": __file__}
 
 
 def test_env_override_of_security_keys() -> None:

@@ -9,13 +9,14 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 from kafka import TopicPartition
 from kafka.errors import (
     CommitFailedError,
     GroupAuthorizationFailedError,
-    KafkaTimeoutError,
     NotCoordinatorError,
 )
 from test_kafka_service import TEXT, FakeSink, FakeSource, Rec, rec, settings
@@ -250,17 +251,18 @@ def test_close_commits_and_waits_then_leaves() -> None:
 
 @dataclass
 class MetadataProducer:
-    """A producer whose metadata requests time out `failing` times first."""
+    """A producer whose metadata requests time out `failing` times first (confluent-kafka's
+    `list_topics`)."""
 
     failing: int = 0
     asked: list[str] = field(default_factory=list)
 
-    def partitions_for(self, topic: str) -> set[int]:
+    def list_topics(self, topic: str, timeout: float) -> SimpleNamespace:
         if self.failing:
             self.failing -= 1
-            raise KafkaTimeoutError("metadata")
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT))
         self.asked.append(topic)
-        return {0, 1}
+        return SimpleNamespace(topics={topic: SimpleNamespace(error=None, partitions={0: 0})})
 
 
 class MetadataSink(KafkaSink):
