@@ -182,6 +182,8 @@ class KafkaSettings:
     poll_batch_size: int = 8000  # most records decided together (see config.yaml)
     batch_wait_ms: int = 20  # how long a poll waits for the first record (and, in a backlog, for
     # each further fetch that fills the batch)
+    fetch_min_bytes: int = 16384  # the broker holds a fetch until this much arrived (at most
+    # min(batch_wait_ms, 100) ms): fewer, larger batches on a live feed (see config.yaml)
     max_poll_interval_ms: int = 300000  # a batch slower than this loses the partitions
     session_timeout_ms: int = 10000  # a silent consumer leaves the group after this
     produce_timeout_s: float = 60.0  # one delivery attempt of a batch's outputs
@@ -431,6 +433,7 @@ def _check_kafka(k: KafkaSettings, need: Any) -> None:
          "output, duplicates and dead-letter topics must differ", "three distinct names")
     need(k.poll_batch_size >= 1, "kafka.poll_batch_size", "out of range", ">= 1")
     need(k.batch_wait_ms >= 0, "kafka.batch_wait_ms", "out of range", ">= 0")
+    need(k.fetch_min_bytes >= 1, "kafka.fetch_min_bytes", "out of range", ">= 1")
     need(k.session_timeout_ms < k.max_poll_interval_ms, "kafka.session_timeout_ms",
          "must be below kafka.max_poll_interval_ms", f"< {k.max_poll_interval_ms}")
     need(k.session_timeout_ms >= 1000, "kafka.session_timeout_ms", "out of range", ">= 1000")

@@ -5,7 +5,9 @@ Per batch, in this order (the order is the delivery guarantee):
 
 1. Poll the partitions this member owns: wait up to `kafka.batch_wait_ms` for the first records,
    then take what has already arrived, up to `kafka.poll_batch_size` (the batch follows the load:
-   small and quick when the input is thin, filled from further fetches when it is a backlog).
+   small and quick when the input is thin, filled from further fetches when it is a backlog; the
+   broker holds a fetch until `kafka.fetch_min_bytes` arrived or that wait passed, so a live
+   feed's batches are tens of records, and each batch's fixed costs are paid less often).
 2. Decode each record into a message or a dead letter (never raises).
 3. The engine decides the messages in order against one index for all partitions; their
    verdicts come back only after the state write (verdicts and ids) is durable.

@@ -134,6 +134,7 @@ class KafkaSource:
             heartbeat_interval_ms=max(s.session_timeout_ms // 3, 100),
             request_timeout_ms=max(30000, s.session_timeout_ms + 5000),
             fetch_max_wait_ms=min(100, max(s.batch_wait_ms, 1)),
+            fetch_min_bytes=s.fetch_min_bytes,
             retry_backoff_ms=int(s.retry_backoff_s * 1000),
             reconnect_backoff_max_ms=int(s.retry_backoff_max_s * 1000),
             bootstrap_timeout_ms=int(s.commit_timeout_s * 1000),

@@ -289,6 +289,7 @@ def test_backoff_waits_out_retriable_errors_only() -> None:
         ({"input_topics": []}, "kafka.input_topics"),
         ({"input_topics": "one"}, "kafka.input_topics"),
         ({"poll_batch_size": 0}, "kafka.poll_batch_size"),
+        ({"fetch_min_bytes": 0}, "kafka.fetch_min_bytes"),
         ({"session_timeout_ms": 400000}, "kafka.session_timeout_ms"),
         ({"retry_backoff_max_s": 0.1}, "kafka.retry_backoff_max_s"),
         ({"brokers": "x"}, "kafka.brokers"),
