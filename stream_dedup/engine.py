@@ -160,33 +160,44 @@ class Engine:
         self.checkpoint()
         self.store.close()
 
+    def normalize(self, texts: Sequence[str]) -> list[str]:
+        """The texts as the engine compares them (what `process` takes as `normalized`)."""
+        return self._normalizer.normalize_batch(texts)
+
     def stored_messages(self) -> int:
         """Messages in the state: one TTL key each (the engine writes one per stored message)."""
         return sum(1 for _ in self.store.scan("ttl", b"", b"\xff" * 17))
 
     # -- the batch ------------------------------------------------------------------------
 
-    def process(self, messages: Sequence[Message]) -> list[Verdict]:
-        """Decide a batch, in order, and make the decisions durable before returning them."""
+    def process(self, messages: Sequence[Message],
+                normalized: Sequence[str] | None = None) -> list[Verdict]:
+        """Decide a batch, in order, and make the decisions durable before returning them.
+        `normalized`: the messages' texts as `Normalizer(settings.normalize)` makes them, when
+        the caller made them already (the engine process's parent does, on its own core)."""
         if not messages:
             return []
         with collector.paused():
-            return self._process(messages)
+            return self._process(messages, normalized)
 
-    def _process(self, messages: Sequence[Message]) -> list[Verdict]:
+    def _process(self, messages: Sequence[Message],
+                 normalized: Sequence[str] | None) -> list[Verdict]:
         clock = time.perf_counter
         seconds = self.stats.stage_seconds
         t0 = clock()
         newest = max(self._max_ts, max(m.timestamp_ms for m in messages))
         self.stats.expired += expire(self.store, self.settings, self._strategy, self._layout,
                                      newest - self._window_ms)
-        pending = [_Pending(m) for m in messages]
+        if normalized is None:
+            pending = [_Pending(m) for m in messages]
+        else:
+            pending = [_Pending(m, t) for m, t in zip(messages, normalized, strict=True)]
         fresh, repeats = self._replay(pending)
         t1 = clock()
         seconds["write"] += t1 - t0
-        for p, text in zip(fresh, self._normalizer.normalize_batch([p.msg.text for p in fresh]),
-                           strict=True):
-            p.text = text
+        if normalized is None:
+            for p, text in zip(fresh, self.normalize([p.msg.text for p in fresh]), strict=True):
+                p.text = text
         t2 = clock()
         seconds["normalize"] += t2 - t1
         near = self._exact_stage(fresh)

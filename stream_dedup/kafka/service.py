@@ -118,7 +118,8 @@ class Sink(Protocol):
 
 class Decider(Protocol):
     """The engine as the service uses it (`stream_dedup.engine.Engine`). One whose `pipelined`
-    is true also has `submit(messages)` and `result() -> list[Verdict]`, a batch at a time
+    is true also has `prepare(messages)` (made while the batch before is decided),
+    `submit(prepared)` and `result() -> list[Verdict]`, a batch at a time
     (`stream_dedup.engine_process.EngineProcess`)."""
 
     def process(self, messages: Sequence[Message]) -> list[Verdict]: ...
@@ -256,9 +257,10 @@ class Service:
         # 3. Decide, in order, one index for all partitions; durable when the verdicts are back.
         messages = [d for d in decoded if isinstance(d, Message)]
         if self._pipelined:
+            prepared = self.engine.prepare(messages)  # while the batch before is decided
             before, self._deciding = self._deciding, None  # not taken twice should it fail
             verdicts = self.engine.result() if before is not None else []
-            self.engine.submit(messages)
+            self.engine.submit(prepared)
             self._deciding = _Deciding(records, decoded)
             seconds["engine"] += clock() - t2
             if before is not None:

@@ -42,7 +42,7 @@ def test_decides_as_the_engine_in_this_process_does(tmp_path: Path) -> None:
     try:
         for i in range(0, len(msgs), 1500):
             batch = msgs[i:i + 1500]
-            child.submit(batch)
+            child.submit(child.prepare(batch))
             assert child.result() == engine.process(batch)
         assert child.process(msgs[:10]) == engine.process(msgs[:10])  # replayed
         assert child.stats.messages == engine.stats.messages == 6010
@@ -86,8 +86,8 @@ KILLED_PARENT = textwrap.dedent("""
     child.process([Message(f"m{i}", f"第{i}条消息的内容，彼此都不一样的文字{i * 7919}", i)
                    for i in range(200)])
     print(child._proc.pid, flush=True)
-    child.submit([Message(f"n{i}", f"另外第{i}条消息，正在决定的时候父进程被杀死", i)
-                  for i in range(2000)])
+    child.submit(child.prepare([Message(f"n{i}", f"另外第{i}条消息，正在决定的时候父进程被杀死", i)
+                                for i in range(2000)]))
     sys.stdin.read()  # until killed
 """)
 

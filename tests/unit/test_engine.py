@@ -49,6 +49,16 @@ def test_batch_equals_one_at_a_time() -> None:
     assert [v.decision for v in together] == [v.decision for v in alone]
 
 
+def test_texts_normalized_by_the_caller_give_the_same_verdicts_and_state() -> None:
+    texts = [BASE, "#旅行# " + BASE + " [哈哈]", BASE.replace("干净", "干凈"), "", "  ",
+             "這本書內容空洞，不值得購買", "这本书内容空洞，不值得购买", BASE]
+    msgs = [Message(f"m{i}", t, 1_700_000_000_000 + i) for i, t in enumerate(texts)]
+    itself, given = Engine(Settings(), MemoryStore()), Engine(Settings(), MemoryStore())
+    assert given.process(msgs, given.normalize(texts)) == itself.process(msgs)
+    assert given.process(msgs, given.normalize(texts)) == itself.process(msgs)  # replayed
+    assert given.store._data == itself.store._data  # type: ignore[attr-defined]
+
+
 def test_replay_returns_first_verdict() -> None:
     engine = Engine(Settings(), MemoryStore())
     first = run(engine, [BASE, BASE])

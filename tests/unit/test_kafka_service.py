@@ -201,10 +201,14 @@ class Pipelined:
     def __init__(self, engine: Engine, log: list[str]) -> None:
         self.engine, self.log, self.batch = engine, log, None
 
-    def submit(self, messages) -> None:
+    def prepare(self, messages) -> list:
+        self.log.append("prepare")
+        return list(messages)
+
+    def submit(self, prepared: list) -> None:
         assert self.batch is None, "a batch submitted while one is being decided"
         self.log.append("submit")
-        self.batch = list(messages)
+        self.batch = prepared
 
     def result(self) -> list[Verdict]:
         self.log.append("result")
@@ -227,14 +231,15 @@ def test_a_pipelined_engine_decides_a_batch_while_the_one_before_is_delivered() 
     sink = FakeSink(source.log)
     svc = Service(s, Pipelined(Engine(s, MemoryStore()), source.log), source, sink,
                   Shutdown(1.0))
-    assert svc.step() == 2 and source.log == ["submit"] and sink.outputs == []
-    assert svc.step() == 2  # the first batch's verdicts taken, the second handed over, the
-    # first sent
-    assert source.log == ["submit", "result", "submit"] and len(sink.outputs) == 2
+    assert svc.step() == 2 and source.log == ["prepare", "submit"] and sink.outputs == []
+    assert svc.step() == 2  # the second prepared while the first is decided, the first's
+    # verdicts taken, the second handed over, the first sent
+    assert source.log == ["prepare", "submit", "prepare", "result", "submit"]
+    assert len(sink.outputs) == 2
     assert svc.step() == 1  # the second sent, the first completed
-    assert source.log[3:] == ["result", "submit", "deliver", "commit"]
+    assert source.log[5:] == ["prepare", "result", "submit", "deliver", "commit"]
     assert svc.step() == 0  # nothing arrived while the third was decided: it is sent now
-    assert source.log[7:] == ["result", "deliver", "commit"]
+    assert source.log[10:] == ["result", "deliver", "commit"]
     assert source.waits == [True, False, False, False]  # no waiting while a batch is decided
     assert source.committed == {("in", 0): 2, ("in", 1): 2} and len(sink.outputs) == 5
     source.settle()  # a revoke: the batch in flight completed
@@ -249,9 +254,9 @@ def test_settling_takes_the_batch_being_decided_through_delivery_first() -> None
     sink = FakeSink(source.log)
     svc = Service(s, Pipelined(Engine(s, MemoryStore()), source.log), source, sink,
                   Shutdown(1.0))
-    assert svc.step() == 1 and source.log == ["submit"]
+    assert svc.step() == 1 and source.log == ["prepare", "submit"]
     source.settle()  # partitions about to be revoked
-    assert source.log == ["submit", "result", "deliver", "commit"]
+    assert source.log == ["prepare", "submit", "result", "deliver", "commit"]
     assert source.committed == {("in", 0): 1} and len(sink.outputs) == 1
 
 
