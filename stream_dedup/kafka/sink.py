@@ -129,9 +129,13 @@ class KafkaSink:
                 raise ServiceError(f"the producer cannot read topic {topic}: {err.str()}") from None
             raise KafkaTimeoutError(err.str()) from None  # retriable: the backoff waits
         found = meta.topics.get(topic)
-        if found is None or found.error is not None or not found.partitions:
+        missing = found is None or (found.error is not None and found.error.code() in (
+            KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC))
+        if missing:
             raise ServiceError(f"topic {topic} does not exist on {self.settings.bootstrap_servers}:"
                                " create it with `stream-dedup topics create` (same --config)")
+        if found.error is not None or not found.partitions:  # a leader being elected
+            raise KafkaTimeoutError(f"topic {topic}: {found.error or 'no partitions yet'}")
 
     def send(self, outputs: Sequence[Output]) -> Sent:
         """Hand every output to the producer (it sends them after `kafka.linger_ms`); returns

@@ -23,6 +23,7 @@ from test_kafka_service import TEXT, FakeSink, FakeSource, Rec, rec, settings
 from test_metrics_service import Errors
 
 from stream_dedup.engine import Engine
+from stream_dedup.errors import ServiceError
 from stream_dedup.health import Readiness
 from stream_dedup.kafka.observe import CONDITIONS
 from stream_dedup.kafka.retry import Backoff, Shutdown
@@ -274,6 +275,30 @@ def test_the_sink_learns_every_topic_it_is_given_waiting_out_timeouts() -> None:
     sink = MetadataSink(settings().kafka, NO_WAIT)
     sink.prepare(["out", "dead"])
     assert sink.producer.asked == ["out", "dead"]  # type: ignore[attr-defined]
+
+
+@dataclass
+class TopicErrorProducer:
+    """Metadata that names `errors` for the topic, one answer each, then the topic."""
+
+    errors: list[int]
+
+    def list_topics(self, topic: str, timeout: float) -> SimpleNamespace:
+        error = KafkaError(self.errors.pop(0)) if self.errors else None
+        return SimpleNamespace(topics={topic: SimpleNamespace(error=error, partitions={0: 0})})
+
+
+def test_a_leader_being_elected_is_waited_out_and_a_missing_topic_named() -> None:
+    class Sink(KafkaSink):
+        def _connect(self) -> TopicErrorProducer:  # type: ignore[override]
+            return TopicErrorProducer([KafkaError.LEADER_NOT_AVAILABLE,
+                                       KafkaError.UNKNOWN_TOPIC_OR_PART])
+
+    sink = Sink(settings().kafka, NO_WAIT)
+    with pytest.raises(ServiceError, match="topic out does not exist"):
+        sink.prepare(["out"])  # the first answer was waited out, the second is final
+    assert sink.producer.errors == []  # type: ignore[attr-defined]
+    sink.prepare(["out"])
 
 
 @dataclass
