@@ -155,7 +155,7 @@ class EngineProcess:
         self._stored_at_open, self.stats, self.exact.bloom.figures = self._receive()
         self.store = _Store(path, settings.state.backend)
 
-    def prepare(self, messages: Sequence[Message]) -> bytes:
+    def prepare(self, messages: Sequence[Message]) -> memoryview:
         """The request that `submit` hands over, made while the child still decides the batch
         before: the texts normalized here, on this process's core (~12% of the child's work a
         message), and pickled."""
@@ -166,9 +166,9 @@ class EngineProcess:
             [(m.id, m.text, m.timestamp_ms, m.scope, m.origin) for m in messages], normalized,
             self.want_figures))
         self.want_figures = False
-        return bytes(request)
+        return request
 
-    def submit(self, prepared: bytes) -> None:
+    def submit(self, prepared: memoryview) -> None:
         """Hand a prepared batch to the child; its verdicts come with `result`."""
         if self._busy:
             raise RuntimeError("the engine process is deciding a batch already")
@@ -209,9 +209,9 @@ class EngineProcess:
             self._conn.close()
 
     def _send(self, request: Any) -> None:
-        self._send_bytes(bytes(ForkingPickler.dumps(request)))
+        self._send_bytes(ForkingPickler.dumps(request))
 
-    def _send_bytes(self, payload: bytes) -> None:
+    def _send_bytes(self, payload: memoryview) -> None:
         try:
             self._conn.send_bytes(payload)
         except (BrokenPipeError, ConnectionResetError, EOFError):

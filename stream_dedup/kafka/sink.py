@@ -38,6 +38,7 @@ from .route import Output
 from .security import rdkafka_security
 
 log = logging.getLogger(__name__)
+UNASSIGNED = -1  # librdkafka's RD_KAFKA_PARTITION_UA: the configured partitioner picks
 POLL_SLICE_S = 1.0  # waits in slices so that a shutdown request is noticed
 WAIT_LOG_EVERY_S = 5.0
 # Errors that re-sending does not fix; every other one (timeouts, a broker away, a leader
@@ -146,12 +147,9 @@ class KafkaSink:
             report = partial(sent.answered, o)
             while True:
                 try:
-                    if o.partition is None:
-                        produce(o.topic, o.value, o.key, on_delivery=report,
-                                timestamp=o.timestamp_ms, headers=o.headers)
-                    else:
-                        produce(o.topic, o.value, o.key, o.partition, on_delivery=report,
-                                timestamp=o.timestamp_ms, headers=o.headers)
+                    produce(o.topic, o.value, o.key,
+                            UNASSIGNED if o.partition is None else o.partition,
+                            on_delivery=report, timestamp=o.timestamp_ms, headers=o.headers)
                     break
                 except BufferError:  # the local queue is full: serve reports until it drains
                     self.producer.poll(0.05)
@@ -171,11 +169,11 @@ class KafkaSink:
             if not sent.failed:
                 return
             self.metrics.count_error("produce")
-            output, err = next(((o, e) for o, e in sent.failed if is_permanent(e)),
-                               sent.failed[0])
-            if is_permanent(err):
-                raise ServiceError(f"writing to {output.topic} failed for good: {err.str()} "
-                                   "(the batch is not committed; a restart replays it)")
+            for output, err in sent.failed:
+                if is_permanent(err):
+                    raise ServiceError(f"writing to {output.topic} failed for good: {err.str()} "
+                                       "(the batch is not committed; a restart replays it)")
+            err = sent.failed[0][1]
             self.ready.set(BROKER_REACHABLE, False, f"delivery failed: {err.str()}")
             if self.backoff.give_up():
                 raise GaveUp(f"delivering {len(sent.failed)} outputs")
