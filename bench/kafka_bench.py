@@ -5,6 +5,12 @@ exact-dedup recipe as the anchor. Prints figures; it is not a timed test.
                                 [--seconds 12] [--warmup 2] [--profile] [--no-quix]
                                 [--python-clients] [--engine-process child|inline]
 
+0. This host now, before the phases (shared machines run at very different speeds from one hour
+   to the next, and the targets are absolute): the engine alone on the stream (records decoded
+   here, batches of `kafka.poll_batch_size`, a fresh state, no Kafka: about what phase 1 could
+   reach were Kafka free; its service normalizes beside the engine, a little more), and
+   `json.loads` of the records, against the ~500k/s that shared/design/measurements.md found on
+   this machine kind before the first line.
 1. Sustained throughput: the whole stream is in a 6-partition topic first; the service (in this
    process, its engine where `--engine-process` puts it, as `engine.process` does for
    `stream-dedup run`) decides it from the first poll to the last commit. `--profile` runs this
@@ -57,6 +63,8 @@ from pathlib import Path
 from kafka import KafkaConsumer, TopicPartition
 
 from stream_dedup.config import KafkaSettings, Settings
+from stream_dedup.decode import decode
+from stream_dedup.engine import open_engine
 from stream_dedup.kafka.broker import LocalBroker
 from stream_dedup.kafka.demo import default_input, service_env
 from stream_dedup.kafka.produce import new_producer, send_lines
@@ -66,6 +74,7 @@ from stream_dedup.kafka.service import STEPS, Service
 from stream_dedup.kafka.sink import KafkaSink
 from stream_dedup.kafka.source import KafkaSource
 from stream_dedup.kafka.topics import admin, configured_topics, create_topics
+from stream_dedup.records import DeadLetter
 
 TTL_S = 24 * 3600
 
@@ -87,6 +96,33 @@ def preload(k: KafkaSettings, lines: list[bytes]) -> None:
         send_lines(producer, k.input_topics[0], lines, "id")
     finally:
         producer.close()
+
+
+def host(settings: Settings, lines: list[bytes]) -> dict[str, float]:
+    """Phase 0: how fast this host runs the engine alone and `json.loads` right now."""
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        for line in lines:
+            json.loads(line)
+        best = min(best, time.perf_counter() - started)
+    decoded = (decode(line, "bench", str(n), n, settings.input) for n, line in enumerate(lines))
+    messages = [m for m in decoded if not isinstance(m, DeadLetter)]
+    engine = open_engine(settings, tempfile.mkdtemp(prefix="kafka-bench-engine-"))
+    try:
+        started = time.perf_counter()
+        size = settings.kafka.poll_batch_size
+        for start in range(0, len(messages), size):
+            engine.process(messages[start:start + size])
+        alone = time.perf_counter() - started
+    finally:
+        engine.close()
+    figures = {"engine_msgs_per_s": len(messages) / alone, "json_loads_per_s": len(lines) / best}
+    print(f"\n[0] this host now: the engine alone (no Kafka, one process, batches of {size:,}) "
+          f"{figures['engine_msgs_per_s']:,.0f} msgs/s (about what [1] could reach were Kafka "
+          f"free); json.loads {figures['json_loads_per_s']:,.0f} records/s (~500,000 on this "
+          "machine kind in shared/design/measurements.md)")
+    return figures
 
 
 class Timed:
@@ -444,8 +480,9 @@ def main(argv: list[str] | None = None) -> int:
         k1 = dataclasses.replace(topic_settings(bootstrap, f"bench-{tag}-a"), partitions=6)
         create_topics(k1)
         preload(k1, lines)
-        results = {"throughput": throughput(Settings(kafka=k1, engine=engine), lines,
-                                            args.profile)}
+        results = {"host": host(Settings(), lines)}
+        results["throughput"] = throughput(Settings(kafka=k1, engine=engine), lines,
+                                           args.profile)
         if args.seconds > 0:
             k2 = topic_settings(bootstrap, f"bench-{tag}-b")
             create_topics(k2, partitions=6)
@@ -455,7 +492,8 @@ def main(argv: list[str] | None = None) -> int:
             results["quix"] = quix(k1, len(lines))
             print(f"\nside by side: stream-dedup {results['throughput']['msgs_per_s']:,.0f} "
                   f"msgs/s (near + exact dedup) vs Quix Streams "
-                  f"{results['quix']['msgs_per_s']:,.0f} msgs/s (exact dedup of raw text)")
+                  f"{results['quix']['msgs_per_s']:,.0f} msgs/s (exact dedup of raw text): "
+                  f"{results['throughput']['msgs_per_s'] / results['quix']['msgs_per_s']:.2f}x")
     print(json.dumps({k: {n: round(v, 2) for n, v in r.items()} for k, r in results.items()}))
     return 0
 
