@@ -78,16 +78,18 @@ def test_a_poll_waits_for_the_first_records_only_then_takes_what_has_arrived() -
     src, consumer = source([recs(range(0, 3)), recs(range(3, 5)), [], recs(range(5, 9))],
                            batch_wait_ms=40, poll_batch_size=100)
     batch = src.poll()
-    assert [r.offset for r in batch] == [4, 3, 2, 1, 0]  # sorted by timestamp
-    assert consumer.calls == [(40, 100), (0, 97), (0, 95)]  # waits once, never to fill
+    assert [r.offset for r in batch] == [2, 1, 0]  # sorted by timestamp
+    assert consumer.calls == [(40, 100)]  # waits once, never to fill: one consumer poll
+    assert [r.offset for r in src.poll()] == [4, 3]
+    assert src.poll() == []
     assert len(src.poll()) == 4
 
 
 def test_a_poll_stops_at_the_batch_size() -> None:
     src, consumer = source([recs(range(0, 6)), recs(range(6, 10)), recs(range(10, 12))],
-                           batch_wait_ms=40, poll_batch_size=10)
+                           high=12 + BACKLOG_RECORDS, batch_wait_ms=40, poll_batch_size=10)
     assert len(src.poll()) == 10
-    assert consumer.calls == [(40, 10), (0, 4)]
+    assert consumer.calls == [(40, 10), (40, 4)]
     assert len(src.poll()) == 2
 
 
@@ -113,8 +115,8 @@ def test_records_waiting_in_the_topic_make_a_backlog_too() -> None:
     assert consumer.calls == [(40, 5000), (40, 4990), (40, 4980)]
     src, consumer = source(list(behind), high=10 + BACKLOG_RECORDS - 1, batch_wait_ms=40,
                            poll_batch_size=5000)
-    assert len(src.poll()) == 20
-    assert consumer.calls == [(40, 5000), (0, 4990), (0, 4980)]
+    assert len(src.poll()) == 10
+    assert consumer.calls == [(40, 5000)]
 
 
 def test_an_idle_poll_waits_once_and_returns_nothing() -> None:
