@@ -5,12 +5,6 @@ exact-dedup recipe as the anchor. Prints figures; it is not a timed test.
                                 [--seconds 12] [--warmup 2] [--profile] [--no-quix]
                                 [--python-clients] [--engine-process child|inline]
 
-0. This host now, before the phases (shared machines run at very different speeds from one hour
-   to the next, and the targets are absolute): the engine alone on the stream (records decoded
-   here, batches of `kafka.poll_batch_size`, a fresh state, no Kafka: about what phase 1 could
-   reach were Kafka free; its service normalizes beside the engine, a little more), and
-   `json.loads` of the records, against the ~500k/s that shared/design/measurements.md found on
-   this machine kind before the first line.
 1. Sustained throughput: the whole stream is in a 6-partition topic first; the service (in this
    process, its engine where `--engine-process` puts it, as `engine.process` does for
    `stream-dedup run`) decides it from the first poll to the last commit. `--profile` runs this
@@ -32,6 +26,13 @@ exact-dedup recipe as the anchor. Prints figures; it is not a timed test.
 3. Anchor: Quix Streams (state with a TTL, from its "State TTL" cookbook: group_by the text so the
    state is scoped by it, then a stateful filter that drops a text seen within the TTL) on the
    same input topic: msgs/s from its first to its last record.
+4. This host, after the phases (shared machines run at very different speeds from one hour to
+   the next, and the targets are absolute): the engine alone on the stream (records decoded
+   here, batches of `kafka.poll_batch_size`, a fresh state, no Kafka: about what phase 1 could
+   reach were Kafka free; its service normalizes beside the engine, a little more), and
+   `json.loads` of the records, against the ~500k/s that shared/design/measurements.md found on
+   this machine kind before the first line. Last, so that nothing it leaves in this process
+   (state, caches, RocksDB's threads) can touch the phases measured.
 Without --bootstrap a broker is started with deploy/kafka.sh on port 39092 and stopped after.
 The topics the run made (its own tag in their names, Quix Streams' internal ones included) are
 deleted at the end, so that a long-lived local broker does not pile up partitions.
@@ -99,7 +100,7 @@ def preload(k: KafkaSettings, lines: list[bytes]) -> None:
 
 
 def host(settings: Settings, lines: list[bytes]) -> dict[str, float]:
-    """Phase 0: how fast this host runs the engine alone and `json.loads` right now."""
+    """Phase 4: how fast this host runs the engine alone and `json.loads` right now."""
     best = float("inf")
     for _ in range(3):
         started = time.perf_counter()
@@ -118,7 +119,7 @@ def host(settings: Settings, lines: list[bytes]) -> dict[str, float]:
     finally:
         engine.close()
     figures = {"engine_msgs_per_s": len(messages) / alone, "json_loads_per_s": len(lines) / best}
-    print(f"\n[0] this host now: the engine alone (no Kafka, one process, batches of {size:,}) "
+    print(f"\n[4] this host now: the engine alone (no Kafka, one process, batches of {size:,}) "
           f"{figures['engine_msgs_per_s']:,.0f} msgs/s (about what [1] could reach were Kafka "
           f"free); json.loads {figures['json_loads_per_s']:,.0f} records/s (~500,000 on this "
           "machine kind in shared/design/measurements.md)")
@@ -480,9 +481,8 @@ def main(argv: list[str] | None = None) -> int:
         k1 = dataclasses.replace(topic_settings(bootstrap, f"bench-{tag}-a"), partitions=6)
         create_topics(k1)
         preload(k1, lines)
-        results = {"host": host(Settings(), lines)}
-        results["throughput"] = throughput(Settings(kafka=k1, engine=engine), lines,
-                                           args.profile)
+        results = {"throughput": throughput(Settings(kafka=k1, engine=engine), lines,
+                                            args.profile)}
         if args.seconds > 0:
             k2 = topic_settings(bootstrap, f"bench-{tag}-b")
             create_topics(k2, partitions=6)
@@ -494,6 +494,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"msgs/s (near + exact dedup) vs Quix Streams "
                   f"{results['quix']['msgs_per_s']:,.0f} msgs/s (exact dedup of raw text): "
                   f"{results['throughput']['msgs_per_s'] / results['quix']['msgs_per_s']:.2f}x")
+    results["host"] = host(Settings(), lines)
     print(json.dumps({k: {n: round(v, 2) for n, v in r.items()} for k, r in results.items()}))
     return 0
 
