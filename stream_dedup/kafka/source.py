@@ -107,6 +107,7 @@ class KafkaSource:
         self.metrics = metrics
         self.ready = ready
         self._done: dict[TopicPartition, int] = {}  # next offsets of acknowledged work
+        self._last: dict[TopicPartition, int] = {}  # offset of the last record polled
         self._refused = 0  # commits refused since `commit` last said so
         self._fatal: Exception | None = None  # a commit failed for good (raised by `commit`)
         self._settle: Callable[[], None] = lambda: None
@@ -150,6 +151,7 @@ class KafkaSource:
 
     def _owned(self, partitions: set[TopicPartition]) -> None:
         self._done = {tp: o for tp, o in self._done.items() if tp in partitions}
+        self._last = {tp: o for tp, o in self._last.items() if tp in partitions}
         self.ready.set(PARTITIONS_ASSIGNED, bool(partitions),
                        "" if partitions else "this member owns no input partition")
 
@@ -166,8 +168,11 @@ class KafkaSource:
         """Up to `poll_batch_size` records: waits at most `batch_wait_ms` for the first ones
         (not at all with `wait` false) and takes what has arrived: one consumer poll returns
         every record fetched so far. Unless there is a backlog (the batch holds
-        `BACKLOG_RECORDS`, or as many are in the topic after the records just polled): then
-        further polls wait (`batch_wait_ms`) for the next fetches' records to fill the batch.
+        `BACKLOG_RECORDS`, or as many are in the topic behind the records polled from the
+        partitions this member owns): then further polls wait (`batch_wait_ms`) for the next
+        fetches' records to fill the batch, and one that found nothing waits once more (on a
+        busy host a fetch's answer can take longer than one wait; the stub of a batch taken
+        then made the sustained phase of bench/kafka_bench.py 5-7 batches instead of 4).
         A second poll for what arrived meanwhile found nothing nearly always at 2,000 msgs/s,
         and each kafka-python poll costs two round trips to its I/O thread: one poll a batch
         took the service 0.42 cores instead of 0.45 (seven pairs, bench/kafka_bench.py).
@@ -185,6 +190,7 @@ class KafkaSource:
         s = self.settings
         out: list[InputRecord] = []
         wait_ms = s.batch_wait_ms if wait else 0
+        late = False  # a backlog's next fetch did not answer within one wait
         while len(out) < s.poll_batch_size:
             try:
                 got = self.consumer.poll(timeout_ms=wait_ms,
@@ -199,26 +205,32 @@ class KafkaSource:
                 break
             self.ready.set(BROKER_REACHABLE, True)
             if not got:
-                break
-            for records in got.values():
+                if late or not out or self._behind() < BACKLOG_RECORDS:
+                    break
+                late = True
+                continue
+            for tp, records in got.items():
                 out.extend(records)
-            if len(out) < BACKLOG_RECORDS and self._behind(got) < BACKLOG_RECORDS:
+                self._last[tp] = records[-1].offset
+            if len(out) < BACKLOG_RECORDS and self._behind() < BACKLOG_RECORDS:
                 break  # a live feed: that poll returned every record fetched so far
             wait_ms = s.batch_wait_ms
         out.sort(key=_timestamp)
         return out
 
-    def _behind(self, got: dict[TopicPartition, list[InputRecord]]) -> int:
-        """Records in the topic after the last ones polled from each partition of `got`, by the
-        high watermarks of the last fetches (known locally: no request)."""
+    def _behind(self) -> int:
+        """Records in the topic after the last ones polled from each owned partition, by the
+        high watermarks of the last fetches (known locally: no request). All of them, not only
+        those of the last poll: a poll that caught one partition's end while the others are
+        far behind returned a stub of a batch."""
         behind = 0
-        for tp, records in got.items():
+        for tp, last in self._last.items():
             try:
                 high = self.consumer.highwater(tp)
             except KafkaError:  # revoked meanwhile
                 continue
-            if high is not None and records:
-                behind += max(high - records[-1].offset - 1, 0)
+            if high is not None:
+                behind += max(high - last - 1, 0)
         return behind
 
     def commit(self, offsets: dict[tuple[str, int], int]) -> bool:

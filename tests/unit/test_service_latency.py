@@ -40,7 +40,8 @@ class QueueConsumer:
     """Hands out one prepared poll result per call, and remembers how long each call could
     wait and how many records it could take."""
 
-    def __init__(self, results: list[list[Rec]], high: int | None = None) -> None:
+    def __init__(self, results: list[list[Rec]],
+                 high: int | dict[int, int] | None = None) -> None:
         self.results = results
         self.high = high  # the high watermark the fetches report (None: not known)
         self.calls: list[tuple[int, int]] = []
@@ -51,14 +52,19 @@ class QueueConsumer:
     def poll(self, timeout_ms: int, max_records: int) -> dict[TopicPartition, list[Rec]]:
         self.calls.append((timeout_ms, max_records))
         got = self.results.pop(0) if self.results else []
-        assert len(got) <= max_records
-        return {TopicPartition("in", 0): got} if got else {}
+        if len(got) > max_records:  # the rest waits for the next poll, as in kafka-python
+            got, rest = got[:max_records], got[max_records:]
+            self.results.insert(0, rest)
+        by_partition: dict[TopicPartition, list[Rec]] = {}
+        for r in got:
+            by_partition.setdefault(TopicPartition(r.topic, r.partition), []).append(r)
+        return by_partition
 
     def highwater(self, tp: TopicPartition) -> int | None:
-        return self.high
+        return self.high.get(tp.partition) if isinstance(self.high, dict) else self.high
 
 
-def source(results: list[list[Rec]], high: int | None = None,
+def source(results: list[list[Rec]], high: int | dict[int, int] | None = None,
            **kafka: object) -> tuple[KafkaSource, QueueConsumer]:
     """A real KafkaSource on a QueueConsumer that returns `results`, one per poll call."""
 
@@ -105,14 +111,42 @@ def test_a_backlog_fills_the_batch_from_the_next_fetches() -> None:
     assert len(src.poll()) == 10
 
 
+def test_a_backlog_on_any_owned_partition_fills_the_batch() -> None:
+    # A poll that reached the end of one partition while another is far behind is a backlog
+    # still: the records behind the last polled of every owned partition count.
+    first = [rec(0, o, f"a{o}", TEXT) for o in range(5)]
+    tail = [rec(1, o, f"b{o}", TEXT) for o in range(5)]
+    more = [rec(0, o, f"a{o}", TEXT) for o in range(5, 10)]
+    src, consumer = source([first, tail, more], high={0: 5 + BACKLOG_RECORDS, 1: 5},
+                           batch_wait_ms=40, poll_batch_size=5000)
+    # Partition 1's end (nothing behind it) does not stop the batch: partition 0 has 1,000
+    # records behind its last polled one; after the third poll 995, which is no backlog.
+    assert len(src.poll()) == 15
+    assert consumer.calls == [(40, 5000), (40, 4995), (40, 4990)]
+
+
+def test_a_backlog_waits_once_more_for_a_late_fetch() -> None:
+    # A fetch that did not answer within one wait does not end a backlog's batch; two do.
+    big = BACKLOG_RECORDS
+    src, consumer = source([recs(range(0, 10)), [], recs(range(10, 20)), [], [],
+                            recs(range(20, 30))],
+                           high=30 + big, batch_wait_ms=40, poll_batch_size=5000)
+    assert len(src.poll()) == 20  # the second empty poll ends it
+    assert consumer.calls == [(40, 5000), (40, 4990), (40, 4990), (40, 4980)]
+    src, consumer = source([recs(range(0, 10)), [], recs(range(10, 20))], high=10 + big - 1,
+                           batch_wait_ms=40, poll_batch_size=5000)
+    assert len(src.poll()) == 10  # no backlog: the first empty poll ends it
+    assert consumer.calls == [(40, 5000)]
+
+
 def test_records_waiting_in_the_topic_make_a_backlog_too() -> None:
     # A small first poll with BACKLOG_RECORDS more behind it in the partition (by the fetch's
     # high watermark) waits for the next fetch; without them it takes only what has arrived.
     behind = recs(range(0, 10)), recs(range(10, 20)), [], recs(range(20, 30))
     src, consumer = source(list(behind), high=20 + BACKLOG_RECORDS, batch_wait_ms=40,
                            poll_batch_size=5000)
-    assert len(src.poll()) == 20
-    assert consumer.calls == [(40, 5000), (40, 4990), (40, 4980)]
+    assert len(src.poll()) == 30  # the fetch that came late is waited for once
+    assert consumer.calls == [(40, 5000), (40, 4990), (40, 4980), (40, 4980)]
     src, consumer = source(list(behind), high=10 + BACKLOG_RECORDS - 1, batch_wait_ms=40,
                            poll_batch_size=5000)
     assert len(src.poll()) == 10
