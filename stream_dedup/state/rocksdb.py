@@ -42,6 +42,10 @@ _MOSTLY_MISSED = ("anchors", "blocks", "ids")
 _MEMTABLE_BLOOM_RATIO = 0.02  # of the write buffer: 1.3 MB for a 64 MB memtable
 _HASH_PREFIX = 8  # the first bytes of a key (all of a shorter one) pick its bucket
 _HASH_BUCKETS = 1 << 18  # ~1 key a bucket in a 64 MB memtable of anchor postings (2 MB)
+# Keys a multi-get reads at most: rocksdict's cost a key grows with the keys of a call (1M
+# 8-byte keys stored, 50,000 looked up: 3.2 us a key in one call, 0.88 in calls of 2,000, 0.65
+# in calls of 256), and a backlog's batch of 8,000 messages looks up ~40,000 anchors.
+GET_CHUNK = 256
 
 
 def _options(cache: Cache, lookups_miss: bool = False, hashed: bool = False) -> Options:
@@ -96,10 +100,15 @@ class RocksStore:
         self._scan_opts.set_total_order_seek(True)  # past the bucket of a hashed table's key
 
     def get_many(self, cf: str, keys: Sequence[bytes]) -> list[bytes | None]:
-        if not keys:
-            return []
+        """The values of `keys` (None where missing), read `GET_CHUNK` keys a call."""
+        table = self._cfs[cf]
         try:
-            return self._cfs[cf].get(list(keys))
+            if len(keys) <= GET_CHUNK:
+                return table.get(list(keys)) if keys else []
+            values: list[bytes | None] = []
+            for start in range(0, len(keys), GET_CHUNK):
+                values += table.get(list(keys[start:start + GET_CHUNK]))
+            return values
         except Exception as exc:
             raise StateError(f"state read failed in {self.path}/{cf}: {exc}") from None
 

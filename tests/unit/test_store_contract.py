@@ -7,6 +7,7 @@ import pytest
 
 from stream_dedup.errors import StateError
 from stream_dedup.state import COLUMN_FAMILIES, MemoryStore, WriteSet, open_store
+from stream_dedup.state.rocksdb import GET_CHUNK
 
 pytestmark = pytest.mark.unit
 
@@ -36,6 +37,22 @@ def test_put_get_scan_delete(store) -> None:
     store.write(w)
     assert list(store.scan("docs", b"", b"\xff")) == [(b"c", b"cc")]
     assert store.get_many("ids", [b"a"]) == [b"other family"]
+
+
+def test_a_read_of_many_keys_answers_each_in_order(store) -> None:
+    # More keys than one RocksDB multi-get takes (`GET_CHUNK`), present and missing mixed.
+    rng = random.Random(7)
+    stored = {rng.randbytes(8): rng.randbytes(rng.randrange(1, 40)) for _ in range(700)}
+    w = WriteSet()
+    for k, v in stored.items():
+        w.put("anchors", k, v)
+    store.write(w)
+    asked = [*stored, *(rng.randbytes(9) for _ in range(400))]
+    rng.shuffle(asked)
+    assert len(asked) > 4 * GET_CHUNK
+    assert store.get_many("anchors", asked) == [stored.get(k) for k in asked]
+    assert store.get_many("anchors", asked[:GET_CHUNK]) == [stored.get(k) for k in asked[:GET_CHUNK]]
+    assert store.get_many("anchors", []) == []
 
 
 def test_rocksdb_refuses_a_second_opener(tmp_path: Path) -> None:
