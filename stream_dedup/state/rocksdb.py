@@ -101,8 +101,8 @@ class RocksStore:
 
     def get_many(self, cf: str, keys: Sequence[bytes]) -> list[bytes | None]:
         """The values of `keys` (None where missing), read `GET_CHUNK` keys a call."""
-        table = self._cfs[cf]
         try:
+            table = self._cfs[cf]
             if len(keys) <= GET_CHUNK:
                 return table.get(list(keys)) if keys else []
             values: list[bytes | None] = []
