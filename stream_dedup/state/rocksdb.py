@@ -103,8 +103,6 @@ class RocksStore:
         """The values of `keys` (None where missing), read `GET_CHUNK` keys a call."""
         try:
             table = self._cfs[cf]
-            if len(keys) <= GET_CHUNK:
-                return table.get(list(keys)) if keys else []
             values: list[bytes | None] = []
             for start in range(0, len(keys), GET_CHUNK):
                 values += table.get(list(keys[start:start + GET_CHUNK]))
