@@ -49,6 +49,7 @@ import multiprocessing
 import os
 import pstats
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -109,15 +110,16 @@ def host(settings: Settings, lines: list[bytes]) -> dict[str, float]:
         best = min(best, time.perf_counter() - started)
     decoded = (decode(line, "bench", str(n), n, settings.input) for n, line in enumerate(lines))
     messages = [m for m in decoded if not isinstance(m, DeadLetter)]
-    engine = open_engine(settings, tempfile.mkdtemp(prefix="kafka-bench-engine-"))
-    try:
-        started = time.perf_counter()
-        size = settings.kafka.poll_batch_size
-        for start in range(0, len(messages), size):
-            engine.process(messages[start:start + size])
-        alone = time.perf_counter() - started
-    finally:
-        engine.close()
+    with tempfile.TemporaryDirectory(prefix="kafka-bench-engine-") as state:
+        engine = open_engine(settings, state)
+        try:
+            started = time.perf_counter()
+            size = settings.kafka.poll_batch_size
+            for start in range(0, len(messages), size):
+                engine.process(messages[start:start + size])
+            alone = time.perf_counter() - started
+        finally:
+            engine.close()
     figures = {"engine_msgs_per_s": len(messages) / alone, "json_loads_per_s": len(lines) / best}
     print(f"\n[4] this host now: the engine alone (no Kafka, one process, batches of {size:,}) "
           f"{figures['engine_msgs_per_s']:,.0f} msgs/s (about what [1] could reach were Kafka "
@@ -182,7 +184,8 @@ def throughput(settings: Settings, lines: list[bytes], profile: bool) -> dict[st
     profiler = cProfile.Profile() if profile else None
     if profiler:
         profiler.enable()
-    stats = service.run()
+    stats = service.run()  # closes the engine, and so the state
+    shutil.rmtree(state, ignore_errors=True)
     if profiler:
         profiler.disable()
         print_profile(profiler)
@@ -335,6 +338,7 @@ def latency(settings: Settings, lines: list[bytes], rate: float, seconds: float,
           f"{measured[-1]:.0f} ms (the warm-up: p99 {pick(warming, 0.99):.0f} ms, max "
           f"{warming[-1]:.0f} ms; all records: p99 {pick(lat, 0.99):.0f} ms)")
     print(f"    the service: {stopped_line(log)}")
+    shutil.rmtree(work, ignore_errors=True)  # the service's state and log (read above)
     cores = {name: seconds / machine[1] for name, seconds in used.items()}
     print(f"    CPU meanwhile (cores): the machine {machine[0] / machine[1]:.2f} of "
           f"{os.cpu_count()} busy; the service {cores['service']:.2f}, the feeder "
@@ -419,9 +423,10 @@ def quix(k: KafkaSettings, total: int) -> dict[str, float]:
     from quixstreams import Application
 
     ttl = timedelta(seconds=TTL_S)
+    state_dir = tempfile.mkdtemp(prefix="kafka-bench-quix-")
     app = Application(broker_address=k.bootstrap_servers,
                       consumer_group=f"quix-{uuid.uuid4().hex[:8]}", auto_offset_reset="earliest",
-                      state_dir=tempfile.mkdtemp(prefix="kafka-bench-quix-"), loglevel="WARNING")
+                      state_dir=state_dir, loglevel="WARNING")
     marks = {"seen": 0, "kept": 0, "first": 0.0, "last": 0.0}
 
     def dedup(value, key, timestamp, headers, state) -> bool:
@@ -441,6 +446,7 @@ def quix(k: KafkaSettings, total: int) -> dict[str, float]:
     sdf = sdf.filter(dedup, stateful=True, metadata=True)
     sdf.to_topic(app.topic(f"{k.input_topics[0]}-quix-out", value_serializer="json"))
     app.run()
+    shutil.rmtree(state_dir, ignore_errors=True)
     elapsed = marks["last"] - marks["first"]
     print(f"\n[3] Quix Streams exact dedup (group_by text + stateful filter, TTL {TTL_S} s): "
           f"{marks['seen']:,} records, {marks['kept']:,} kept, in {elapsed:.2f} s = "
