@@ -523,14 +523,15 @@ def main(argv: list[str] | None = None) -> int:
         stack.callback(delete_topics, bootstrap, tag)
         passes = args.warm_broker if args.warm_broker is not None else (
             0 if args.bootstrap else WARM_BROKER_PASSES)
+        name = f"bench-{tag}"
         for i in range(1, passes + 1):
             with redirect_stdout(io.StringIO()):
-                warm = phases(bootstrap, f"bench-{tag}-w{i}", lines, args, engine, profile=False)
+                warm = phases(bootstrap, f"{name}-w{i}", lines, args, engine, profile=False)
+            p99 = f", p99 {warm['latency']['p99_ms']:.0f} ms" if "latency" in warm else ""
             print(f"[0] broker warm-up pass {i} of {passes}, not counted: sustained "
-                  f"{warm['throughput']['msgs_per_s']:,.0f} msgs/s, p99 "
-                  f"{warm.get('latency', {}).get('p99_ms', 0):.0f} ms", flush=True)
-        results = phases(bootstrap, f"bench-{tag}", lines, args, engine, args.profile)
-        k1 = sustained_topics(bootstrap, f"bench-{tag}")  # phase 1's input, Quix Streams' too
+                  f"{warm['throughput']['msgs_per_s']:,.0f} msgs/s{p99}", flush=True)
+        results = phases(bootstrap, name, lines, args, engine, args.profile)
+        k1 = sustained_topics(bootstrap, name)  # phase 1's input, Quix Streams' too
         if not args.no_quix:
             results["quix"] = quix(k1, len(lines))
             print(f"\nside by side: stream-dedup {results['throughput']['msgs_per_s']:,.0f} "
