@@ -58,7 +58,7 @@ def query(store, layout, fps: np.ndarray, batch: int = 1000) -> tuple[float, flo
         probe = BatchProbe(store, layout, postings=1, stored=0)
         seqs = np.arange(2**39, 2**39 + len(part), dtype=np.uint64)
         found = probe.run(part, seqs, no_anchors[: len(part)], index.candidate_distance,
-                          index.max_candidates)
+                          index.max_candidates, np.ones(len(part), np.int64))
         candidates += found.compared
     return (time.perf_counter() - began) / len(fps), candidates / len(fps)
 

@@ -275,7 +275,7 @@ def cmd_check(args: argparse.Namespace, settings: Settings) -> int:
     fps = simhash(Batch.of([a, b]), settings.fingerprint.ngram)
     engine = Engine(settings, open_store("memory", ""))
     verdict = engine.process([Message("first", args.first, 0), Message("second", args.second, 1)])
-    score, _ = similarity(a, b, settings.verify)
+    score, _, _ = similarity(a, b, settings.verify)
     for label, text, fp in zip(("first", "second"), (a, b), fps, strict=True):
         print(f"{label:>8}: {text}\n{'':>8}  simhash {int(fp):016x}")
     print(f"distance: {int(hamming(fps[0], fps[1]))} bits, similarity: {score:.3f}")

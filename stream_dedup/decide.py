@@ -1,8 +1,17 @@
-"""The verdict of one message from its candidates: the verification step, shared by the engine and
-the `decide` stage of the global scope (`scale/decide_stage.py`), so both decide alike.
+"""The verdict of a message: every rule that turns what was found into a decision, in one place,
+called by the engine and by the `decide` stage of the global scope (`scale/join.py`), so both
+decide alike.
 
-Pure: no state, no I/O. The caller finds the candidates (the engine in its index, the global scope
-in the answers of the index shards) and ranks them best first; this module verifies them.
+- an earlier message with the same normalized text: `exact`; no text content left: `unique`;
+- which candidates the index's answers qualify and how they are ordered for the cut to the best
+  (`anchor_need`, `rank_key`);
+- the verification of the qualified candidates, the closest first (`closest_verdict`): every
+  candidate is ranked on one scale, the character-bigram Jaccard of the two texts, so the earlier
+  text most like the message as a whole decides (a copy of the whole message before a text that
+  only holds part of it, or a hard negative that holds its own part of it);
+- the related and unique verdicts (`unique`).
+
+Pure: no state, no I/O.
 """
 
 from __future__ import annotations
@@ -10,9 +19,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+from numpy.typing import ArrayLike
+
 from .config import VerifySettings
 from .records import Decision, Verdict
-from .verify import verify
+from .verify import Measured, verify
 
 
 @dataclass(slots=True)  # not frozen: a frozen init costs 4x, made per pair
@@ -23,28 +35,52 @@ class Candidate:
     text: str  # normalized
     fp: int  # its Simhash
     distance: int  # Simhash distance the index measured, or -1: found by shared anchors only
-    measured: tuple[float, str]  # `verify.similarity` to the message, measured by the caller
+    measured: Measured  # `verify.similarity` to the message, measured by the caller
+
+
+def exact_verdict(message_id: str, matched_id: str) -> Verdict:
+    """The verdict of a message whose normalized text an earlier message has."""
+    return Verdict(message_id, Decision.EXACT, "exact: same normalized text",
+                   matched_id=matched_id, distance=0, similarity=1.0)
+
+
+def empty_verdict(message_id: str) -> Verdict:
+    """The verdict of a message with no text left once decoration is removed (and no earlier
+    message with the same raw text)."""
+    return Verdict(message_id, Decision.UNIQUE, "unique: no text content")
+
+
+def anchor_need(anchors: ArrayLike, stored: int) -> np.ndarray:
+    """Shared anchors a candidate found by anchors alone needs, for messages with `anchors`
+    anchors each when messages are posted under `stored` at most (0: all): a fifth of the
+    message's (at least one: a short stored text may have only one; at most half of what a
+    message is posted under, so long texts still find each other)."""
+    need = np.maximum(1, -(-np.asarray(anchors, np.int64) // 5))
+    return np.minimum(need, -(-stored // 2)) if stored else need
 
 
 def rank_key(candidate: tuple[int, int, int]) -> tuple[int, int]:
-    """Order of candidates (key, distance or -1, shared anchors), best first: most shared
-    anchors, then nearest."""
+    """Order of the index's candidates (key, distance or -1, shared anchors) for the cut to the
+    `index.max_candidates` best, before their texts are read: most shared anchors, then
+    nearest."""
     _key, dist, shared = candidate
     return -shared, dist if dist >= 0 else 255
 
 
 def closest_verdict(message_id: str, text: str, fp: int, candidates: Sequence[Candidate],
                     settings: VerifySettings) -> Verdict:
-    """Verify `candidates` (ranked best first) against the message.
+    """Verify `candidates` against the message.
 
-    The closest earlier text decides: candidates are tried in order of similarity and the first
-    that is a duplicate or only related settles it, so a reprint of a dropped-clause copy cannot
-    hide a changed date that the full original shows.
+    The closest earlier text decides: candidates are tried in order of their Jaccard with the
+    message (ties: the earlier of `candidates`) and the first that is a duplicate or only related
+    settles it, so a reprint of a dropped-clause copy cannot hide a changed date that the full
+    original shows, and a hard negative that holds part of the message cannot settle it before
+    its true source is tried.
     """
     refused: tuple[str, str, int, float] | None = None
     apart: tuple[str, str, int, float] | None = None  # the first one a rule set apart
     too_short = False
-    for c in sorted(candidates, key=lambda c: -c.measured[0]):
+    for c in sorted(candidates, key=lambda c: -c.measured[2]):
         check = verify(c.text, text, settings, c.measured)
         distance = (int(c.fp) ^ int(fp)).bit_count() if c.distance < 0 else c.distance
         if check.duplicate:

@@ -34,7 +34,15 @@ import numpy as np
 from . import collector, meaning, scope, verify
 from . import fingerprint as fpr
 from .config import Settings
-from .decide import Candidate, closest_verdict, rank_key, unique
+from .decide import (
+    Candidate,
+    anchor_need,
+    closest_verdict,
+    empty_verdict,
+    exact_verdict,
+    rank_key,
+    unique,
+)
 from .docs import Doc, encode_doc, seq_key, ttl_key
 from .exact import ExactStage, exact_key, exact_value, text_hash
 from .expiry import expire
@@ -266,8 +274,7 @@ class Engine:
             if matched is None:
                 matched = earlier.get(p.hash)
             if matched is not None:
-                p.verdict = Verdict(p.msg.id, Decision.EXACT, "exact: same normalized text",
-                                    matched_id=matched, distance=0, similarity=1.0)
+                p.verdict = exact_verdict(p.msg.id, matched)
                 continue
             if hit:
                 self.exact.false_positives += 1
@@ -275,7 +282,7 @@ class Engine:
             if p.text:
                 rest.append(p)
             else:
-                p.verdict = Verdict(p.msg.id, Decision.UNIQUE, "unique: no text content")
+                p.verdict = empty_verdict(p.msg.id)
         return rest
 
     def _near_stage(self, near: list[_Pending], seconds: dict[str, float]) -> BatchProbe:
@@ -305,8 +312,9 @@ class Engine:
             row_anchors = [np.zeros(0, np.uint64)] * len(owner)
             for i, row in enumerate(first_row.tolist()):
                 row_anchors[row] = anchors[i]
+        counts = np.fromiter(map(len, row_anchors), np.int64, count=len(row_anchors))
         found = probe.run(fps, seqs[owner], row_anchors, s.index.candidate_distance,
-                          s.index.max_candidates)
+                          s.index.max_candidates, anchor_need(counts, s.index.anchors_stored))
         self.stats.candidates += found.considered
         in_batch: dict[int, _Pending] = {}
         for p, fp in zip(near, fps[first_row].tolist(), strict=True):
@@ -357,7 +365,7 @@ class Engine:
             p.verdict = closest_verdict(p.msg.id, p.text, p.fp, ranked, vs)
 
     def _measure(self, near: list[_Pending], found: list[list[tuple[int, int]]],
-                 entries: dict[int, tuple[str, str, int]]) -> list[tuple[float, str]]:
+                 entries: dict[int, tuple[str, str, int]]) -> list[verify.Measured]:
         """`verify.similarity` of every (candidate, message) pair of the batch, message by
         message, in one call: each text once, however many messages it is a candidate of."""
         where: dict[int, int] = {}  # seq -> index of its text

@@ -46,27 +46,32 @@ _HOW = ("", "jaccard", "containment", "contained")
 _NONE, _JACCARD, _CONTAINMENT, _CONTAINED = range(len(_HOW))
 
 
-def similarity(a: str, b: str, settings: VerifySettings) -> tuple[float, str]:
-    """(score, how it matches: see `_score`) of two normalized texts: `similarities` of one
-    pair."""
+Measured = tuple[float, str, float]  # (score, how it matches: see `_score`, bigram Jaccard)
+
+
+def similarity(a: str, b: str, settings: VerifySettings) -> Measured:
+    """`similarities` of one pair of normalized texts."""
     return similarities([a, b], [0], [1], settings)[0]
 
 
 def similarities(texts: Sequence[str], first: Sequence[int], second: Sequence[int],
-                 settings: VerifySettings) -> list[tuple[float, str]]:
-    """`similarity` of texts[first[k]] and texts[second[k]] for every k, in one compiled pass:
-    frozensets of bigrams built, intersected and scored pair by pair in Python made the engine's
-    verify stage 16-17 µs a message on the dev stream (~1 pair a message), this 13."""
+                 settings: VerifySettings) -> list[Measured]:
+    """(score, how it matches, Jaccard) of texts[first[k]] and texts[second[k]] for every k, in
+    one compiled pass (sets of bigrams built and intersected pair by pair in Python cost more
+    than the rest of the verify stage). The score decides whether a pair matches; the Jaccard
+    ranks the candidates of a message on one scale (`decide.closest_verdict`)."""
     lengths = np.fromiter(map(len, texts), np.int64, count=len(texts))
     starts = np.zeros(len(texts) + 1, np.int64)
     np.cumsum(lengths, out=starts[1:])
     codes = np.frombuffer("".join(texts).encode("utf-32-le"), dtype="<u4")
     # Always these types: others would compile another specialization of the kernel.
-    scores, kinds = _similarities(codes, starts, np.array(first, np.int64),
-                                  np.array(second, np.int64), float(settings.min_jaccard),
-                                  float(settings.min_containment),
-                                  float(settings.max_length_ratio))
-    return list(zip(scores.tolist(), [_HOW[k] for k in kinds.tolist()], strict=True))
+    scores, kinds, jaccards = _similarities(codes, starts, np.array(first, np.int64),
+                                            np.array(second, np.int64),
+                                            float(settings.min_jaccard),
+                                            float(settings.min_containment),
+                                            float(settings.max_length_ratio))
+    return list(zip(scores.tolist(), [_HOW[k] for k in kinds.tolist()], jaccards.tolist(),
+                    strict=True))
 
 
 def warm_up() -> None:
@@ -78,20 +83,23 @@ def warm_up() -> None:
 @compiled
 def _similarities(codes: np.ndarray, starts: np.ndarray, first: np.ndarray, second: np.ndarray,
                   min_jaccard: float, min_containment: float,
-                  max_length_ratio: float) -> tuple[np.ndarray, np.ndarray]:
-    """Scores and `_HOW` codes of the pairs (first[k], second[k]) of the texts whose code points
-    are codes[starts[t]:starts[t + 1]]."""
+                  max_length_ratio: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Scores, `_HOW` codes and Jaccards of the pairs (first[k], second[k]) of the texts whose
+    code points are codes[starts[t]:starts[t + 1]]."""
     grams, offsets = _bigrams(codes, starts)
     scores = np.empty(len(first), np.float64)
     kinds = np.empty(len(first), np.int8)
+    jaccards = np.zeros(len(first), np.float64)
     for k in range(len(first)):
         a, b = first[k], second[k]
         common = _common(grams[offsets[a]:offsets[a + 1]], grams[offsets[b]:offsets[b + 1]])
-        scores[k], kinds[k] = _score(common, offsets[a + 1] - offsets[a],
-                                     offsets[b + 1] - offsets[b], starts[a + 1] - starts[a],
+        size_a, size_b = offsets[a + 1] - offsets[a], offsets[b + 1] - offsets[b]
+        scores[k], kinds[k] = _score(common, size_a, size_b, starts[a + 1] - starts[a],
                                      starts[b + 1] - starts[b], min_jaccard, min_containment,
                                      max_length_ratio)
-    return scores, kinds
+        if size_a and size_b:
+            jaccards[k] = common / (size_a + size_b - common)
+    return scores, kinds, jaccards
 
 
 @compiled
@@ -168,14 +176,14 @@ def _few_substitutions(a: str, b: str) -> bool:
 
 
 def verify(a: str, b: str, settings: VerifySettings,
-           measured: tuple[float, str] | None = None) -> Check:
+           measured: Measured | None = None) -> Check:
     """Decide whether normalized text `b` is a near duplicate of normalized text `a`;
     `measured` is their `similarity` when the caller has it already."""
     if a == b:
         return Check(True, 1.0)
     if min(len(a), len(b)) < settings.min_chars:
         return Check(False, 0.0, "short")  # too little content: only an exact copy matches
-    score, how = measured or similarity(a, b, settings)
+    score, how, _ = measured or similarity(a, b, settings)
     excerpt = settings.min_excerpt_chars <= len(b) < len(a)  # the later text taken from inside
     if how == "contained" and not excerpt:
         return Check(False, score, "contained" if settings.related_contained else None)

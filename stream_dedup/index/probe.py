@@ -133,14 +133,16 @@ class BatchProbe:
         self._puts: list[tuple[str, bytes, bytes]] = []
 
     def run(self, fps: np.ndarray, seqs: np.ndarray, anchors: list[np.ndarray],
-            candidate_distance: int, max_candidates: int) -> Candidates:
-        """Candidates of every message; the batch's own entries are staged for `stage`."""
+            candidate_distance: int, max_candidates: int, need: np.ndarray) -> Candidates:
+        """Candidates of every message; the batch's own entries are staged for `stage`.
+        Candidates found by anchors alone qualify when they share `need[i]` of message i's
+        anchors (`decide.anchor_need`)."""
         n = len(fps)
         if not n:
             return Candidates({}, 0, 0)
         keys_b, dist_b, compared = self._buckets(fps, seqs, candidate_distance)
-        keys_a, shared_a, anchor_counts = self._anchors(anchors, seqs)
-        by_message, considered = self._rank(n, keys_b, dist_b, keys_a, shared_a, anchor_counts,
+        keys_a, shared_a = self._anchors(anchors, seqs)
+        by_message, considered = self._rank(keys_b, dist_b, keys_a, shared_a, need,
                                             max_candidates)
         return Candidates(by_message, considered, compared)
 
@@ -213,13 +215,13 @@ class BatchProbe:
     # -- anchors --------------------------------------------------------------------------
 
     def _anchors(self, anchors: list[np.ndarray],
-                 seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                 seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """A message looks up all its anchors but is posted under only its `stored` smallest
         (a bottom-k sample: a copy that keeps most of a text keeps some of those)."""
         counts = np.fromiter(map(len, anchors), np.int64, count=len(anchors))
         if not counts.sum():
             empty = np.zeros(0, dtype=_U64)
-            return empty, np.zeros(0, np.int64), counts
+            return empty, np.zeros(0, np.int64)
         flat = np.concatenate(anchors)  # each message's anchors ascending
         owner_of = np.arange(len(anchors)).repeat(counts)
         rank = np.arange(len(flat)) - (counts.cumsum() - counts).repeat(counts)
@@ -241,16 +243,15 @@ class BatchProbe:
         poster = order[posted[order]]  # by anchor, then position
         self._append("anchors", names, stored, lengths, inverse[poster], seqs[owner_of[poster]],
                      self._postings)
-        return keys, shared, counts
+        return keys, shared
 
     # -- ranking --------------------------------------------------------------------------
 
-    def _rank(self, n: int, keys_b: np.ndarray, dist_b: np.ndarray, keys_a: np.ndarray,
-              shared_a: np.ndarray, anchor_counts: np.ndarray,
+    def _rank(self, keys_b: np.ndarray, dist_b: np.ndarray, keys_a: np.ndarray,
+              shared_a: np.ndarray, need: np.ndarray,
               max_candidates: int) -> tuple[dict[int, list[tuple[int, int, int]]], int]:
-        """Bucket entries within the distance qualify; anchor-only ones when they share a fifth
-        of the message's anchors (at least one: a short stored text may have only one; at most
-        half of what a message is posted under, so long texts still find each other)."""
+        """Bucket entries within the distance qualify; anchor-only ones when they share
+        `need[i]` of message i's anchors."""
         # The union of both kinds of pair in one stable sort: a pair's bucket entries (several
         # tables may find it, at the same distance) sort before its one anchor entry.
         found = len(keys_b)
@@ -266,9 +267,6 @@ class BatchProbe:
         by_anchor = order >= found
         shared[(starts.cumsum() - 1)[by_anchor]] = shared_a[order[by_anchor] - found]
         owner = (keys >> _U64(_SEQ_BITS)).astype(np.int64)
-        need = np.maximum(1, -(-anchor_counts // 5))
-        if self._stored:  # a stored message is posted under `stored` anchors at most
-            need = np.minimum(need, -(-self._stored // 2))
         keep = (dist >= 0) | (shared >= need[owner])
         keys, dist, shared, owner = keys[keep], dist[keep], shared[keep], owner[keep]
         order = np.lexsort((np.where(dist < 0, 255, dist), -shared, owner))

@@ -30,9 +30,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ..config import Settings
-from ..decide import Candidate, closest_verdict, rank_key
+from ..decide import (
+    Candidate,
+    anchor_need,
+    closest_verdict,
+    empty_verdict,
+    exact_verdict,
+    rank_key,
+)
 from ..docs import Doc
-from ..records import Decision, Verdict
+from ..records import Verdict
 from ..state.store import KVStore, WriteSet
 from ..verify import similarities, warm_up
 from .probes import (
@@ -156,10 +163,9 @@ class Join:
         same = [h for a in answers if a.kind == EXACT for h in a.hits]
         if same:
             first = min(same, key=lambda h: (h.ts_ms, h.message_id.encode()))
-            return Verdict(o.message_id, Decision.EXACT, "exact: same normalized text",
-                           matched_id=first.message_id, distance=0, similarity=1.0)
+            return exact_verdict(o.message_id, first.message_id)
         if not o.text:
-            return Verdict(o.message_id, Decision.UNIQUE, "unique: no text content")
+            return empty_verdict(o.message_id)
         found: dict[str, list] = {}  # id -> [distance (-1: none), shared anchors, hit]
         for a in answers:
             for h in a.hits:
@@ -169,7 +175,7 @@ class Join:
                         entry[0] = h.distance
                 elif a.kind != EXACT:
                     entry[1] += 1
-        need = self._anchor_need(o.anchors)
+        need = int(anchor_need(o.anchors, self._settings.index.anchors_stored))
         ranked = sorted(((rank_key((0, d, s)), (h.ts_ms, h.message_id.encode()), d, h)
                          for d, s, h in found.values() if d >= 0 or s >= need),
                         key=lambda item: item[:2])
@@ -180,13 +186,6 @@ class Join:
         candidates = [Candidate(h.message_id, h.text, h.fp, d, m)
                       for (d, h), m in zip(hits, measured, strict=True)]
         return closest_verdict(o.message_id, o.text, o.fp, candidates, self._settings.verify)
-
-    def _anchor_need(self, anchors: int) -> int:
-        """Shared anchors an anchor-only candidate needs: a fifth of the message's (at least
-        one; at most half of what a message is posted under), as `index.probe` ranks them."""
-        need = max(1, -(-anchors // 5))
-        stored = self._settings.index.anchors_stored
-        return min(need, -(-stored // 2)) if stored else need
 
     def _record(self, o: Original, verdict: Verdict, was_open: bool, writes: WriteSet) -> None:
         ident = o.message_id.encode()

@@ -25,21 +25,21 @@ def reference_bigrams(text: str) -> frozenset[int]:
     return frozenset((ord(x) << 21) | ord(y) for x, y in pairwise(text))
 
 
-def reference(a: str, b: str, s: VerifySettings) -> tuple[float, str]:
+def reference(a: str, b: str, s: VerifySettings) -> tuple[float, str, float]:
     ga, gb = reference_bigrams(a), reference_bigrams(b)
     if not ga or not gb:
-        return 0.0, ""
+        return 0.0, "", 0.0
     common = len(ga & gb)
     jaccard = common / (len(ga) + len(gb) - common)
     if jaccard >= s.min_jaccard:
-        return jaccard, "jaccard"
+        return jaccard, "jaccard", jaccard
     containment = common / min(len(ga), len(gb))
     if containment < s.min_containment:
-        return max(jaccard, containment), ""
+        return max(jaccard, containment), "", jaccard
     short, long_ = sorted((len(a), len(b)))
     small, large = sorted((len(ga), len(gb)))
     close = long_ <= short * s.max_length_ratio and large <= small * s.max_length_ratio
-    return containment, "containment" if close else "contained"
+    return containment, "containment" if close else "contained", jaccard
 
 
 @settings(max_examples=400, deadline=None)

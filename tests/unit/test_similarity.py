@@ -1,5 +1,6 @@
 """`verify.similarities`, the batch form the engine measures its candidates with: the same
-(score, how) as `verify.similarity` pair by pair, and the rules on texts worked by hand."""
+(score, how, Jaccard) as `verify.similarity` pair by pair, and the rules on texts worked by
+hand."""
 
 import random
 
@@ -10,26 +11,26 @@ from stream_dedup.verify import similarities, similarity
 
 pytestmark = pytest.mark.unit
 VS = VerifySettings()
-TEXT = "今天天气很好我们去公园"  # ten characters, nine distinct bigrams
+TEXT = "今天天气很好我们去公园"  # eleven characters, ten distinct bigrams
 
 
 @pytest.mark.parametrize(
     ("a", "b", "expected"),
     [
-        ("", "", (0.0, "")),  # an empty text matches nothing
-        ("", TEXT, (0.0, "")),
-        ("好", "好", (1.0, "jaccard")),  # a one-character text is its own feature
-        ("好", "好人", (0.0, "")),  # ... and no bigram
-        (TEXT, TEXT, (1.0, "jaccard")),
-        ("今天天气", "明日下雨", (0.0, "")),  # disjoint
-        ("今天天气很好", "今天天气不好", (3 / 5, "")),  # 3 of 5 shared: below both measures
-        ("abab", "ab", (1.0, "containment")),  # a repeated bigram counts once
-        (TEXT, TEXT + "abcdefg", (1.0, "containment")),  # Jaccard 9/16; 17 <= 2 * 10 chars
-        (TEXT, TEXT + "abcdefghijklmnopqrst", (1.0, "contained")),  # 30 > 2 * 10 chars
-        (TEXT + "abcdefghijklmnopqrst", TEXT, (1.0, "contained")),  # symmetric
+        ("", "", (0.0, "", 0.0)),  # an empty text matches nothing
+        ("", TEXT, (0.0, "", 0.0)),
+        ("好", "好", (1.0, "jaccard", 1.0)),  # a one-character text is its own feature
+        ("好", "好人", (0.0, "", 0.0)),  # ... and no bigram
+        (TEXT, TEXT, (1.0, "jaccard", 1.0)),
+        ("今天天气", "明日下雨", (0.0, "", 0.0)),  # disjoint
+        ("今天天气很好", "今天天气不好", (3 / 5, "", 3 / 7)),  # 3 of 5 shared: below both measures
+        ("abab", "ab", (1.0, "containment", 1 / 2)),  # a repeated bigram counts once
+        (TEXT, TEXT + "abcdefg", (1.0, "containment", 10 / 17)),  # 18 <= 2 * 11 chars
+        (TEXT, TEXT + "abcdefghijklmnopqrst", (1.0, "contained", 10 / 30)),  # 31 > 2 * 11 chars
+        (TEXT + "abcdefghijklmnopqrst", TEXT, (1.0, "contained", 10 / 30)),  # symmetric
     ],
 )
-def test_rules_on_worked_pairs(a: str, b: str, expected: tuple[float, str]) -> None:
+def test_rules_on_worked_pairs(a: str, b: str, expected: tuple[float, str, float]) -> None:
     assert similarity(a, b, VS) == expected
     assert similarities([a, b], [0, 1], [1, 0], VS) == [expected, expected]
 
@@ -45,7 +46,7 @@ def test_a_batch_equals_its_pairs_one_at_a_time() -> None:
     batch = similarities(texts, first, second, settings)
     assert batch == [similarity(texts[i], texts[j], settings)
                      for i, j in zip(first, second, strict=True)]
-    assert {how for _, how in batch} == {"", "jaccard", "containment", "contained"}
+    assert {how for _, how, _ in batch} == {"", "jaccard", "containment", "contained"}
 
 
 def test_no_pairs() -> None:

@@ -74,17 +74,20 @@ def test_the_only_earlier_text_leaves_the_message_unique() -> None:
 
 
 def test_a_fuller_earlier_text_still_matches() -> None:
-    # The cut copy is tried first (it is wholly inside the later text), lacks the clause the
-    # later text has, and must not settle the message: the full original is its copy's source.
+    # The cut copy is wholly inside the later text (the higher score) and lacks the clause the
+    # later text has: it must not settle the message. The full original is the closer text on
+    # the one scale candidates are ranked by (Jaccard), so it is tried first and is the source,
+    # whether or not the passage rule is on.
     orig = BASE.replace("。", "，确保群众过一个平安祥和的节日。")
     cut = orig.replace("研究部署春节期间的安全生产工作，", "")
     later = "据市政府网站今天发布的消息，" + orig
     o, c, x = (NORM.normalize(t) for t in (orig, cut, later))
     vs = VerifySettings()
     assert similarity(c, x, vs)[0] > similarity(o, x, vs)[0]
+    assert similarity(o, x, vs)[2] > similarity(c, x, vs)[2]
     assert check(cut, later).apart == "passage"
     settings = Settings()
-    for passage, source in ((True, "orig"), (False, "cut")):
+    for passage, source in ((True, "orig"), (False, "orig")):
         engine = Engine(replace(settings, verify=replace(settings.verify,
                                                          related_passage=passage)), MemoryStore())
         verdicts = engine.process([Message("orig", orig, 0), Message("cut", cut, 1000),
