@@ -109,15 +109,18 @@ class VerifySettings:
     related_date: bool = True  # a date, time or weekday changed
     related_entity: bool = True  # a person, place or organisation replaced
     related_negation: bool = True  # a negation added or removed
-    related_antonym: bool = True  # a word replaced by its antonym
+    related_antonym: bool = True  # a word replaced by its antonym or one of opposite sentiment
     related_swap: bool = True  # two words traded places ("A beat B" / "B beat A")
+    related_word: bool = True  # a dictionary word replaced by a different one (not a synonym)
+    related_inserted: bool = True  # a content word (name, noun, verb) inserted inside the text
     # The enabled classes of meaning change (meaning.MEANING_CLASSES names), derived from the
     # related_* flags once: every verified pair asks for them.
     meaning_classes: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "meaning_classes", frozenset(
-            name for name in ("number", "date", "entity", "negation", "antonym", "swap")
+            name for name in ("number", "date", "entity", "negation", "antonym", "swap", "word",
+                              "inserted")
             if getattr(self, f"related_{name}")
         ))
 

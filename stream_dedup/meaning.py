@@ -8,15 +8,22 @@ texts are aligned and every span that differs is classified, in this order:
 
 1. spans that move: the same text deleted in one place and inserted in another is a `reorder`
    of clauses; two short words that trade places are a `swap` ("A beat B" / "B beat A");
-2. material added or cut at either edge, or a long span inside (a dropped sentence): `material`;
-3. a word replaced by its antonym (`antonym`, from a small general lexicon in
-   data/antonyms.txt), checked first because some antonyms sound alike (买/卖);
-4. typo-like: the same pronunciation (pypinyin, toneless: input-method typos), or a word of the
-   earlier text broken with no dictionary word in its place (jieba's dictionary): `typo`;
-5. meaning changes: digits or numeral words (`number`, or `date` with a date unit or a time
-   word), a negation inserted or removed (`negation`), a person, place or organisation name
-   replaced (`entity`, jieba's dictionary tags nr/ns/nt/nz);
-6. anything else short is a `typo`, longer an `edit`.
+2. numbers first: a number written another way (4000 / 四千 / 4千) is a `form`, one whose value
+   changes a `number` (a `date` with a date unit or a weekday);
+3. material added or cut at either edge, or a long span inside (a dropped sentence): `material`;
+4. a word replaced by its antonym or by a word of the opposite sentiment: `antonym`, checked
+   before pronunciation because some antonyms sound alike (买/卖);
+5. a replaced span is harmless only with evidence (`typo`): the same sound under some reading of
+   its characters, a similar shape, a variant form, or a dictionary word of the earlier text
+   broken with no dictionary word in its place; a synonym of the replaced word (`synonym`);
+6. meaning changes: one time word for another (`date`), a negation inserted or removed
+   (`negation`), a person, place or organisation name replaced (`entity`), any other dictionary
+   word replaced by a different one (`word`), a content word (a name, noun, verb, adjective)
+   inserted inside the text (`inserted`);
+7. what is left, short, touches no word on either side: a `typo` (keyboard noise); longer, an
+   `edit`.
+
+The resources behind each rule are described in `lexicon.py`.
 
 Separately, `added_passage` finds where the later text puts a passage of its own *inside* the
 earlier one (a clause inserted, a phrase rewritten): wrappers, lead-ins, comments and source lines
@@ -31,13 +38,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cache, lru_cache
-from pathlib import Path
 
 # difflib's SequenceMatcher compiled (same algorithm, same opcodes), 2-4x faster on our pairs.
 from cydifflib import SequenceMatcher
 
-MEANING_CLASSES = ("number", "date", "entity", "negation", "antonym", "swap")
+from . import numerals
+from .lexicon import ENTITY_TAGS, Lexicon, lexicon, longest
+
+MEANING_CLASSES = ("number", "date", "entity", "negation", "antonym", "swap", "word", "inserted")
 
 _NUMERALS = frozenset("0123456789零〇一二三四五六七八九十百千万亿两")
 _DATE_UNITS = frozenset("年月日号时点分秒周")
@@ -52,15 +60,26 @@ _NOT_NEGATING = frozenset(
     [
         "非常", "无论", "不论", "不管", "不过", "不仅", "不但", "无非",
         "未来", "未免", "不得不", "莫非", "无数", "非凡", "不停", "不断",
+        "未完", "未完待续",  # a truncation marker
     ]
 )
-_ENTITY_TAGS = frozenset({"nr", "nrt", "nrfg", "ns", "nt", "nz"})
+_ENTITY_TAGS = ENTITY_TAGS
+# jieba's tags of content words (nouns, verbs, adjectives, names, time words, idioms, set
+# phrases, abbreviations): a word of these inserted inside a text adds to what it says, where
+# particles, modal words, adverbs, pronouns and conjunctions do not.
+_CONTENT_TAGS = frozenset({
+    "n", "nr", "nrt", "nrfg", "ns", "nt", "nz", "ng", "nl", "v", "vn", "vd", "vg", "a", "an",
+    "ad", "ag", "t", "tg", "s", "i", "l", "j", "eng",
+})
 _TIME_TAGS = frozenset({"t"})
+# Changes that a copy with keyboard noise elsewhere (a character replaced, put in or dropped where
+# no word, sound, shape or form explains it) makes by chance as well: a slip that happens to make
+# another word. In a text without noise they are what they look like.
+_NOISY = frozenset({"word", "inserted"})
 _SWAP_MAX = 6  # characters: moved spans up to this long are words trading places, longer clauses
 _MATERIAL_MIN = 5  # characters: a longer span added or cut inside the text is material
 _TYPO_MAX = 2  # characters: the most a typo changes
 _INSIDE = 4  # characters: shared text on each side that puts a span inside a text, off its edges
-_CACHED_CUT = 64  # characters: texts up to this long keep their segmentation (bounded memory)
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 
 
@@ -106,103 +125,9 @@ def opcodes(a: str, b: str) -> list[tuple[str, int, int, int, int]]:
     return ops
 
 
-class _Lexicon:
-    """jieba's dictionary (frequencies and tags), pypinyin, and the antonym pairs, loaded once."""
-
-    def __init__(self) -> None:
-        import jieba
-        import jieba.posseg
-        from pypinyin import lazy_pinyin
-
-        jieba.setLogLevel(60)
-        jieba.initialize()
-        self.freq = jieba.dt.FREQ
-        self.tags = jieba.posseg.dt.word_tag_tab
-        self._posseg = jieba.posseg.lcut
-        self._cut = jieba.lcut
-        self._lazy_pinyin = lazy_pinyin
-        self.antonyms: set[tuple[str, str]] = set()
-        text = (Path(__file__).parent / "data" / "antonyms.txt").read_text(encoding="utf-8")
-        for line in text.splitlines():
-            words = line.split("#", 1)[0].split()
-            if len(words) == 2:
-                self.antonyms |= {(words[0], words[1]), (words[1], words[0])}
-
-    def pinyin(self, text: str) -> tuple[str, ...]:
-        """Toneless pinyin, a syllable a character (cached per character)."""
-        return tuple(self._syllable(ch) for ch in text)
-
-    @cache  # noqa: B019 - one lexicon per process, never released
-    def _syllable(self, ch: str) -> str:
-        return self._lazy_pinyin(ch)[0]
-
-    def is_word(self, text: str) -> bool:
-        return self.freq.get(text, 0) > 0
-
-    def words_at(self, text: str, start: int, end: int) -> list[str]:
-        """Every dictionary word covering text[start:end] (reaching at most 3 characters beyond
-        it on either side), and the span itself."""
-        found = [text[start:end]]
-        freq = self.freq
-        for s in range(max(0, start - 3), start + 1):
-            for e in range(end, min(len(text), end + 3) + 1):
-                count = freq.get(text[s:e])
-                if count is None:  # jieba keeps every prefix of a word: no longer word from s
-                    break
-                if count > 0 and e - s > end - start:
-                    found.append(text[s:e])
-        return found
-
-    def names_at(self, text: str, start: int, end: int) -> bool:
-        """Whether jieba's tagger (HMM on, for names outside the dictionary) reads a person,
-        place or organisation name over text[start:end]; run on a small window only."""
-        lo = max(0, start - 3)
-        at = lo
-        for token in self._posseg(text[lo : end + 3]):
-            if at < end and at + len(token.word) > start and token.flag in _ENTITY_TAGS:
-                return True
-            at += len(token.word)
-        return False
-
-    def segment(self, text: str) -> tuple[str, ...]:
-        """Words by jieba's dictionary (no HMM: fast, and stable between the two texts). Short
-        texts are cut once: the spans checked repeat across pairs (the same few hundred on a
-        stream), and jieba costs microseconds a character."""
-        if len(text) > _CACHED_CUT:
-            return tuple(self._cut(text, HMM=False))
-        return self._cut_short(text)
-
-    @lru_cache(maxsize=1 << 12)  # noqa: B019 - one lexicon per process, never released
-    def _cut_short(self, text: str) -> tuple[str, ...]:
-        return tuple(self._cut(text, HMM=False))
-
-    def words_tagged(self, words: tuple[str, ...], tags: frozenset[str]) -> list[str]:
-        """The multi-character dictionary words of a `segment` whose tag is one of `tags`."""
-        return [w for w in words if len(w) > 1 and self.tags.get(w) in tags]
-
-    def tagged(self, words: list[str], tags: frozenset[str]) -> bool:
-        return any(self.tags.get(w) in tags for w in words)
-
-    def word_at(self, text: str, start: int, end: int) -> str:
-        """The longest dictionary word covering text[start:end] (at most 3 characters beyond
-        it on either side), the leftmost of equally long ones; the span itself when none does."""
-        return _longest(self.words_at(text, start, end))
-
-
-def _longest(words: list[str]) -> str:
-    """The `word_at` of a `words_at` list (which holds the span first, then longer words from
-    the left): callers that need both look the words up once."""
-    return max(words, key=len)
-
-
-@cache
-def _lexicon() -> _Lexicon:
-    return _Lexicon()
-
-
 def warm_up() -> None:
-    """Load the dictionaries now (about a second) rather than inside the first batch."""
-    _lexicon()
+    """Load the language resources now (about a second) rather than inside the first batch."""
+    lexicon()
 
 
 def _has_digit(text: str) -> bool:
@@ -214,7 +139,7 @@ def _has_numeral(text: str) -> bool:
 
 
 def _moved(a: str, b: str, spans: list[tuple[str, int, int, int, int]],
-           lex: _Lexicon) -> dict[int, str]:
+           lex: Lexicon) -> dict[int, str]:
     """Indexes of spans that are text moved elsewhere: 'swap' when two words trade places,
     'reorder' when one unit (a clause) moved."""
     kinds: dict[int, str] = {}
@@ -234,7 +159,7 @@ def _moved(a: str, b: str, spans: list[tuple[str, int, int, int, int]],
     return kinds
 
 
-def _number_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: _Lexicon) -> str:
+def _number_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Lexicon) -> str:
     """'date' when the number carries a date unit or sits in a weekday; else 'number'."""
     _, i1, i2, j1, j2 = span
     around = a[max(0, i1 - 2) : i2 + 2] + "|" + b[max(0, j1 - 2) : j2 + 2]
@@ -243,7 +168,7 @@ def _number_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: _Lex
     return "number"
 
 
-def _is_negation(text: str, start: int, end: int, lex: _Lexicon) -> bool:
+def _is_negation(text: str, start: int, end: int, lex: Lexicon) -> bool:
     """Whether text[start:end] holds a negation that negates: a character that begins a
     dictionary word (不是, 没有, 无法; not 非常, 未来) or a lone negator (不, 没, 未, 别) before a
     verb or adjective."""
@@ -263,7 +188,7 @@ def _is_negation(text: str, start: int, end: int, lex: _Lexicon) -> bool:
     return False
 
 
-def _negates_next(text: str, at: int, lex: _Lexicon) -> bool:
+def _negates_next(text: str, at: int, lex: Lexicon) -> bool:
     """Whether the word after a lone negator is one it can negate: a word of more than one
     character, or a verb, adjective or adverb (不好, 没去, 不太); a typo drops 不 anywhere."""
     following = lex.word_at(text, at, at + 1) if at < len(text) else ""
@@ -273,44 +198,114 @@ def _negates_next(text: str, at: int, lex: _Lexicon) -> bool:
         "v", "a", "d")
 
 
-def _replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: _Lexicon) -> str:
+def _same_value(a: str, b: str, span: tuple[str, int, int, int, int]) -> bool | None:
+    """Whether the numbers a differing span touches keep their value (4000 / 四千 / 4千): None
+    when the span touches no number on either side, or one that does not read as a number."""
+    _, i1, i2, j1, j2 = span
+    if not (_has_numeral(a[i1:i2]) or _has_numeral(b[j1:j2])):
+        return None
+    s1, e1 = numerals.run_around(a, i1, i2)
+    s2, e2 = numerals.run_around(b, j1, j2)
+    x, y = numerals.value(a[s1:e1]), numerals.value(b[s2:e2])
+    if x is None or y is None:
+        return None
+    return x == y
+
+
+def _evidence_of_typo(part_a: str, part_b: str, lex: Lexicon) -> bool:
+    """Positive evidence that a replaced span is a slip of the same word: the same sound under
+    some reading of each character, a similar shape, or a variant form."""
+    return (lex.same_sound(part_a, part_b) or lex.similar_shape(part_a, part_b)
+            or lex.variant(part_a, part_b))
+
+
+def _turned(words_a: list[str], words_b: list[str], pairs: list[tuple[str, str]],
+            lex: Lexicon) -> bool:
+    """A word replaced by its antonym (the antonym list, any words covering the span), or a word
+    replaced by a word of the opposite sentiment (`_word_pairs`: 实惠 / 离谱)."""
+    if any((x, y) in lex.antonyms for x in words_a for y in words_b):
+        return True
+    return any(lex.polarity(x) * lex.polarity(y) < 0 for x, y in pairs)
+
+
+def _replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Lexicon) -> str:
+    """A replaced span is harmless only with evidence: a number written another way, a slip of
+    the same sound, shape or form, a dictionary word broken into non-words, or a synonym. A
+    dictionary word replaced by another is a `word` change; what else differs is classified by
+    the meaning classes."""
     _, i1, i2, j1, j2 = span
     part_a, part_b = a[i1:i2], b[j1:j2]
+    if _same_value(a, b, span):
+        return "form"  # a number written another way (4000 / 四千 / 4千)
     if _has_digit(part_a) and _has_digit(part_b):
         return _number_kind(a, b, span, lex)
     if max(len(part_a), len(part_b)) >= _MATERIAL_MIN:  # a rewritten or cut passage
         return "material" if i1 == 0 or i2 == len(a) or j1 == 0 or j2 == len(b) else "edit"
-    words_a, words_b = lex.words_at(a, i1, i2), lex.words_at(b, j1, j2)
-    word_a, word_b = _longest(words_a), _longest(words_b)
-    if any((x, y) in lex.antonyms for x in words_a for y in words_b):
-        return "antonym"  # before pronunciation: 买/卖 sound alike
-    if len(part_a) == len(part_b) and lex.pinyin(part_a) == lex.pinyin(part_b):
-        return "typo"  # same pronunciation: an input-method typo
-    if (len(word_a) > len(part_a) and lex.is_word(word_a)
-            and not (len(word_b) > 1 and lex.is_word(word_b))):
-        return "typo"  # the earlier text's word is broken, and no word took its place
     if (_has_numeral(part_a) and _has_numeral(part_b)) or _has_digit(part_a + part_b):
-        return _number_kind(a, b, span, lex)
+        return _number_kind(a, b, span, lex)  # numbers before any typo rule
+    words_a, words_b = lex.words_at(a, i1, i2), lex.words_at(b, j1, j2)
+    word_a, word_b = longest(words_a), longest(words_b)
+    pairs = _word_pairs(a, b, span, lex)
+    if _turned(words_a, words_b, pairs, lex):
+        return "antonym"  # before pronunciation: 买/卖 sound alike
+    if _evidence_of_typo(part_a, part_b, lex):
+        return "typo"
     if (lex.tagged(words_a, _TIME_TAGS) and lex.tagged(words_b, _TIME_TAGS)) or (
         _WEEKDAY.search(a[max(0, i1 - 2) : i2]) and _WEEKDAY.search(b[max(0, j1 - 2) : j2])
     ):
         return "date"  # one time word for another (今天/昨天)
+    word_a_real = len(word_a) > 1 and lex.is_word(word_a)
+    word_b_real = len(word_b) > 1 and lex.is_word(word_b)
+    if word_a_real and len(word_a) > len(part_a) and not word_b_real:
+        return "typo"  # the earlier text's word is broken, and no word took its place
     if _is_negation(a, i1, i2, lex) != _is_negation(b, j1, j2, lex):
         return "negation"
     name_a, name_b = lex.tagged(words_a, _ENTITY_TAGS), lex.tagged(words_b, _ENTITY_TAGS)
-    word_a_real = len(word_a) > 1 and lex.is_word(word_a)
-    word_b_real = len(word_b) > 1 and lex.is_word(word_b)
     whole = min(len(part_a), len(part_b)) >= 2  # typos replace a character, not a word
     if (name_a and name_b) or (whole and ((name_a and word_b_real) or (name_b and word_a_real))):
         return "entity"  # a name replaced by another name, or by another word
     if min(len(part_a), len(part_b)) >= 2 and lex.names_at(a, i1, i2) and lex.names_at(b, j1, j2):
         return "entity"  # names the dictionary lacks, recognised by jieba's tagger
-    return "typo" if max(len(part_a), len(part_b)) <= _TYPO_MAX else "edit"
+    if pairs:
+        synonyms = any(lex.synonyms(x, y) or lex.regional(x, y) for x, y in pairs)
+        return "synonym" if synonyms else "word"
+    return "noise" if max(len(part_a), len(part_b)) <= _TYPO_MAX else "edit"
 
 
-def _added_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: _Lexicon) -> str:
+def _word_pairs(a: str, b: str, span: tuple[str, int, int, int, int],
+                lex: Lexicon) -> list[tuple[str, str]]:
+    """Pairs of different dictionary words, one of each text, that cover the replaced span with
+    the same context around it: a word replaced by a word (实惠 / 离谱, 公斤 / 克). A character
+    that only happens to make a word with a neighbour the other text's word does not reach (照片
+    becoming 照而 where 而是 is a word) is a broken word, not a new one. Single characters count
+    when both are nouns or both adjectives of the dictionary (猫 / 狗, 好 / 差); other
+    one-character words, and the rare
+    entries of the dictionary (比出, 十景: mostly segmentation by-products), are too often a slip's
+    chance result."""
+    _, i1, i2, j1, j2 = span
+    found = []
+    for left in range(4):
+        for right in range(4):
+            x, y = a[i1 - left : i2 + right], b[j1 - left : j2 + right]
+            if i1 - left < 0 or j1 - left < 0 or x == y:
+                continue
+            if (len(x) > 1 and len(y) > 1 and lex.is_common(x) and lex.is_common(y)
+                    and x in lex.segment(a) and y in lex.segment(b)) or (len(x) == len(y) == 1 and lex.tags.get(x) == lex.tags.get(y) in ("n", "a")):
+                found.append((x, y))
+    return found
+
+
+def _inserted_content(text: str, start: int, end: int, lex: Lexicon) -> bool:
+    """Whether text[start:end], put inside a text, carries a content word of its own: a name,
+    noun, verb or adjective of two characters or more that the tagger reads wholly inside it."""
+    return any(len(word) > 1 and word in text[start:end]
+               for word, _ in lex.tokens_at(text, start, end, _CONTENT_TAGS))
+
+
+def _added_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Lexicon) -> str:
     """An inserted or deleted span: material at an edge or when long; inside, a digit (or a
-    numeral next to another numeral: 二十 / 十) is a number, a negation a negation."""
+    numeral next to another numeral: 二十 / 十) is a number, a negation a negation, and a content
+    word inserted (a name, a noun, a verb) adds to what the text says."""
     op, i1, i2, j1, j2 = span
     text, start, end = (b, j1, j2) if op == "insert" else (a, i1, i2)
     part = text[start:end]
@@ -321,11 +316,14 @@ def _added_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: _Lexi
         return "material"
     beside = text[start - 1 : start] + text[end : end + 1]
     if any(c.isdigit() for c in part) or (_has_numeral(part) and _has_numeral(beside)):
-        return _number_kind(a, b, span, lex)
+        same = _same_value(a, b, span)
+        return "form" if same else _number_kind(a, b, span, lex)
     if (part in _LONE_NEGATORS and _negates_next(text, end, lex)) or _is_negation(
             text, start, end, lex):
         return "negation"  # a lone 不/没/未/别 inserted or dropped before what it can negate
-    return "typo"
+    if op == "insert" and _inserted_content(text, start, end, lex):
+        return "inserted"
+    return "noise"
 
 
 def _contained(a: str, b: str) -> list[tuple[str, int, int, int, int]]:
@@ -341,7 +339,7 @@ def _contained(a: str, b: str) -> list[tuple[str, int, int, int, int]]:
     return [span for span in spans if span[2] > span[1] or span[4] > span[3]]
 
 
-def _changed_in_material(a: str, b: str, spans: list[Span], lex: _Lexicon) -> list[Span]:
+def _changed_in_material(a: str, b: str, spans: list[Span], lex: Lexicon) -> list[Span]:
     """Meaning changes hidden in material or a reordering: when the numbers, names or time
     words taken out and those put in both exist and differ, the benign spans that carry them
     are number (date), entity or date changes. Material only added or only dropped, or moved
@@ -358,7 +356,7 @@ def _changed_in_material(a: str, b: str, spans: list[Span], lex: _Lexicon) -> li
                 kinds[id(s)] = _number_kind(a, b, (s.op, s.i1, s.i2, s.j1, s.j2), lex)
     # Lead-ins and wrappers name their sources; one-character changes are the spans' own business.
     inside = [s for s in benign if not _at_edge(a, b, s) and max(s.i2 - s.i1, s.j2 - s.j1) > 1]
-    if inside:  # cut once for both classes: a text over _CACHED_CUT is cut again on every call
+    if inside:  # cut once for both classes: a long text is cut again on every call
         taken_words = lex.segment("|".join(a[s.i1 : s.i2] for s in inside))
         put_words = lex.segment("|".join(b[s.j1 : s.j2] for s in inside))
         for tags, kind in ((_ENTITY_TAGS, "entity"), (_TIME_TAGS, "date")):
@@ -382,7 +380,7 @@ def _differ(out: list[str], put: list[str]) -> bool:
 
 
 def _reordered(a: str, b: str, spans: list[tuple[str, int, int, int, int]],
-               lex: _Lexicon) -> str | None:
+               lex: Lexicon) -> str | None:
     """When b has exactly a's characters in another order: "swap" if words trade places (a
     word replaced by another in the word alignment), "reorder" if a run of words (a clause)
     moved as a whole (only taken out in one place and put in at another)."""
@@ -407,7 +405,7 @@ def _reordered(a: str, b: str, spans: list[tuple[str, int, int, int, int]],
 
 def classify(a: str, b: str) -> list[Span]:
     """Every span in which normalized text `b` differs from normalized text `a`, classified."""
-    lex = _lexicon()
+    lex = lexicon()
     spans = _contained(a, b) or [op for op in opcodes(a, b) if op[0] != "equal"]
     order = _reordered(a, b, spans, lex)
     if order:
@@ -418,6 +416,8 @@ def classify(a: str, b: str) -> list[Span]:
         judge = _replaced_kind if span[0] == "replace" else _added_kind
         kind = moved.get(n) or judge(a, b, span, lex)
         out.append(Span(span[0], span[1], span[2], span[3], span[4], kind))
+    if any(s.kind == "noise" for s in out):
+        out = [Span(s.op, s.i1, s.i2, s.j1, s.j2, "noise") if s.kind in _NOISY else s for s in out]
     return _changed_in_material(a, b, out, lex)
 
 

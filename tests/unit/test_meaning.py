@@ -62,7 +62,7 @@ def test_classes_can_be_switched_off() -> None:
 
 
 def test_word_at_is_the_longest_covering_word_leftmost_first() -> None:
-    from stream_dedup.meaning import _lexicon
+    from stream_dedup.lexicon import lexicon as _lexicon
 
     lex = _lexicon()
 
@@ -84,7 +84,8 @@ def test_word_at_is_the_longest_covering_word_leftmost_first() -> None:
 def test_segment_is_jiebas_cut_short_or_long() -> None:
     import jieba
 
-    from stream_dedup.meaning import _CACHED_CUT, _lexicon
+    from stream_dedup.lexicon import _CACHED_CUT
+    from stream_dedup.lexicon import lexicon as _lexicon
 
     lex = _lexicon()
     short = "我们今天去北京大学参观"
