@@ -105,7 +105,7 @@ class VerifySettings:
     related_passage: bool = True
     min_passage_chars: int = 5  # own characters taken out and put in, the two together
     # Meaning changes that make a near match only *related* (the message goes out as unique):
-    related_number: bool = True  # a number changed
+    related_number: bool = True  # a number changed (its value, its unit or magnitude)
     related_date: bool = True  # a date, time or weekday changed
     related_entity: bool = True  # a person, place or organisation replaced
     related_negation: bool = True  # a negation added or removed
@@ -113,16 +113,18 @@ class VerifySettings:
     related_swap: bool = True  # two words traded places ("A beat B" / "B beat A")
     related_word: bool = True  # a dictionary word replaced by a different one (not a synonym)
     related_inserted: bool = True  # a content word (name, noun, verb) inserted inside the text
+    related_added: bool = False  # a clause of new content added at an edge of a short text
     # The enabled classes of meaning change (meaning.MEANING_CLASSES names), derived from the
     # related_* flags once: every verified pair asks for them.
     meaning_classes: frozenset[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "meaning_classes", frozenset(
-            name for name in ("number", "date", "entity", "negation", "antonym", "swap", "word",
-                              "inserted")
-            if getattr(self, f"related_{name}")
-        ))
+        switched = ("number", "date", "entity", "negation", "antonym", "swap", "word", "inserted",
+                    "added")
+        classes = {name for name in switched if getattr(self, f"related_{name}")}
+        if self.related_number:
+            classes.add("unit")  # a number's unit or magnitude is part of the number
+        object.__setattr__(self, "meaning_classes", frozenset(classes))
 
 
 @dataclass(frozen=True, slots=True)

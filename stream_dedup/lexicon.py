@@ -116,6 +116,12 @@ class Lexicon:
             at += len(token.word)
         return found
 
+    @lru_cache(maxsize=1 << 12)  # noqa: B019 - one lexicon per process, never released
+    def tagged_words(self, text: str) -> tuple[tuple[str, str], ...]:
+        """(word, tag) of jieba's tagger (HMM on, for names outside the dictionary) over a short
+        text."""
+        return tuple((t.word, t.flag) for t in self._posseg(text))
+
     def segment(self, text: str) -> tuple[str, ...]:
         """Words by jieba's dictionary (no HMM: fast, and stable between the two texts). Short
         texts are cut once: the spans checked repeat across pairs, and jieba is slow."""

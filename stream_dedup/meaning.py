@@ -45,7 +45,8 @@ from cydifflib import SequenceMatcher
 from . import numerals
 from .lexicon import ENTITY_TAGS, Lexicon, lexicon, longest
 
-MEANING_CLASSES = ("number", "date", "entity", "negation", "antonym", "swap", "word", "inserted")
+MEANING_CLASSES = ("number", "unit", "date", "entity", "negation", "antonym", "swap", "word",
+                   "inserted", "added")
 
 _NUMERALS = frozenset("0123456789零〇一二三四五六七八九十百千万亿两")
 _DATE_UNITS = frozenset("年月日号时点分秒周")
@@ -72,10 +73,15 @@ _CONTENT_TAGS = frozenset({
     "ad", "ag", "t", "tg", "s", "i", "l", "j", "eng",
 })
 _TIME_TAGS = frozenset({"t"})
+# Personal pronouns (jieba tags 您 zg, the others r): one for another is another person.
+_PRONOUNS = frozenset("我你您他她它")
+# Approximations between a number and its unit: 三百多克, 十几天, 五十余人, 二十来岁.
+_APPROXIMATE = frozenset("多余几来")
+_MEASURE_TAGS = frozenset({"q", "m"})  # jieba's measure words and numeral-like units (克, 吨)
 # Changes that a copy with keyboard noise elsewhere (a character replaced, put in or dropped where
 # no word, sound, shape or form explains it) makes by chance as well: a slip that happens to make
 # another word. In a text without noise they are what they look like.
-_NOISY = frozenset({"word", "inserted"})
+_NOISY = frozenset({"word", "inserted", "unit"})
 _SWAP_MAX = 6  # characters: moved spans up to this long are words trading places, longer clauses
 _MATERIAL_MIN = 5  # characters: a longer span added or cut inside the text is material
 _TYPO_MAX = 2  # characters: the most a typo changes
@@ -243,6 +249,8 @@ def _replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Le
         return "material" if i1 == 0 or i2 == len(a) or j1 == 0 or j2 == len(b) else "edit"
     if (_has_numeral(part_a) and _has_numeral(part_b)) or _has_digit(part_a + part_b):
         return _number_kind(a, b, span, lex)  # numbers before any typo rule
+    if _unit_changed(a, b, span, lex) and not _evidence_of_typo(part_a, part_b, lex):
+        return "unit"  # another unit or magnitude (克 / 公斤, 天 / 个月)
     words_a, words_b = lex.words_at(a, i1, i2), lex.words_at(b, j1, j2)
     word_a, word_b = longest(words_a), longest(words_b)
     pairs = _word_pairs(a, b, span, lex)
@@ -264,6 +272,9 @@ def _replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Le
     whole = min(len(part_a), len(part_b)) >= 2  # typos replace a character, not a word
     if (name_a and name_b) or (whole and ((name_a and word_b_real) or (name_b and word_a_real))):
         return "entity"  # a name replaced by another name, or by another word
+    if (lex.tags.get(part_a) == lex.tags.get(part_b) == "r" or {part_a, part_b} <= _PRONOUNS) \
+            and not lex.synonyms(part_a, part_b):
+        return "entity"  # another speaker or subject: one pronoun for another (我 / 他)
     if min(len(part_a), len(part_b)) >= 2 and lex.names_at(a, i1, i2) and lex.names_at(b, j1, j2):
         return "entity"  # names the dictionary lacks, recognised by jieba's tagger
     if pairs:
@@ -279,9 +290,8 @@ def _word_pairs(a: str, b: str, span: tuple[str, int, int, int, int],
     that only happens to make a word with a neighbour the other text's word does not reach (照片
     becoming 照而 where 而是 is a word) is a broken word, not a new one. Single characters count
     when both are nouns or both adjectives of the dictionary (猫 / 狗, 好 / 差); other
-    one-character words, and the rare
-    entries of the dictionary (比出, 十景: mostly segmentation by-products), are too often a slip's
-    chance result."""
+    one-character words, and the rare entries of the dictionary (比出, 十景: mostly segmentation
+    by-products), are too often a slip's chance result."""
     _, i1, i2, j1, j2 = span
     found = []
     for left in range(4):
@@ -289,17 +299,53 @@ def _word_pairs(a: str, b: str, span: tuple[str, int, int, int, int],
             x, y = a[i1 - left : i2 + right], b[j1 - left : j2 + right]
             if i1 - left < 0 or j1 - left < 0 or x == y:
                 continue
-            if (len(x) > 1 and len(y) > 1 and lex.is_common(x) and lex.is_common(y)
-                    and x in lex.segment(a) and y in lex.segment(b)) or (len(x) == len(y) == 1 and lex.tags.get(x) == lex.tags.get(y) in ("n", "a")):
+            if _words_in_place(x, y, a, b, lex):
                 found.append((x, y))
     return found
 
 
-def _inserted_content(text: str, start: int, end: int, lex: Lexicon) -> bool:
-    """Whether text[start:end], put inside a text, carries a content word of its own: a name,
-    noun, verb or adjective of two characters or more that the tagger reads wholly inside it."""
-    return any(len(word) > 1 and word in text[start:end]
-               for word, _ in lex.tokens_at(text, start, end, _CONTENT_TAGS))
+def _words_in_place(x: str, y: str, a: str, b: str, lex: Lexicon) -> bool:
+    """Whether `x` of text `a` and `y` of text `b` are words there (see `_word_pairs`)."""
+    if len(x) == len(y) == 1:
+        return lex.tags.get(x) == lex.tags.get(y) in ("n", "a")
+    return (len(x) > 1 and len(y) > 1 and lex.is_common(x) and lex.is_common(y)
+            and x in lex.segment(a) and y in lex.segment(b))
+
+
+def _adds_content(part: str, earlier: str, lex: Lexicon) -> bool:
+    """Whether `part`, added at an edge of the earlier text, is a clause of new content rather
+    than decoration: at least half as long as the earlier text in characters of its own (none
+    of the earlier text's bigrams), and carrying a content word. Repost comments, sign-offs and
+    source lines are short against what they wrap; an answer or a question added to a short
+    stock reply is not."""
+    own = sum(_own(part, earlier))
+    return own >= max(_MATERIAL_MIN, len(earlier) / 2) and _inserted_content(part, lex)
+
+
+def _inserted_content(part: str, lex: Lexicon) -> bool:
+    """Whether `part`, put inside a text, carries a content word of its own: a name, noun, verb
+    or adjective of two characters or more, as the tagger reads the part on its own (a name
+    outside the dictionary included: 张路的 is 张路/nr 的/uj)."""
+    return any(len(word) > 1 and tag in _CONTENT_TAGS for word, tag in lex.tagged_words(part))
+
+
+def _unit_after_number(text: str, start: int, end: int, lex: Lexicon) -> bool:
+    """Whether text[start:end] is (part of) a unit right after a number: after a numeral, or an
+    approximation after one (三百多, 十几), a measure word or a time unit (克 / 公斤, 天 / 个月,
+    米 / 厘米, 小时 / 秒): the number's unit or magnitude."""
+    at = start - 1
+    if at >= 1 and text[at] in _APPROXIMATE and text[at - 1] in numerals.NUMERAL_CHARS:
+        at -= 1
+    if at < 0 or text[at] not in numerals.NUMERAL_CHARS or start == end:
+        return False
+    part = text[start:end]
+    words = (part, part[0], lex.word_at(text, start, end))
+    return any(lex.tags.get(w) in _MEASURE_TAGS for w in words) or bool(_DATE_UNITS & set(part))
+
+
+def _unit_changed(a: str, b: str, span: tuple[str, int, int, int, int], lex: Lexicon) -> bool:
+    _, i1, i2, j1, j2 = span
+    return _unit_after_number(a, i1, i2, lex) or _unit_after_number(b, j1, j2, lex)
 
 
 def _added_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Lexicon) -> str:
@@ -310,6 +356,8 @@ def _added_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Lexic
     text, start, end = (b, j1, j2) if op == "insert" else (a, i1, i2)
     part = text[start:end]
     edge = start == 0 or end == len(text)
+    if edge and op == "insert" and _adds_content(part, a, lex):
+        return "added"  # a clause of new content on a short text (an answer after a reply)
     if edge and not (len(part) == 1 and _is_negation(text, start, end, lex)):
         return "material"
     if len(part) >= _MATERIAL_MIN:
@@ -321,7 +369,9 @@ def _added_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Lexic
     if (part in _LONE_NEGATORS and _negates_next(text, end, lex)) or _is_negation(
             text, start, end, lex):
         return "negation"  # a lone 不/没/未/别 inserted or dropped before what it can negate
-    if op == "insert" and _inserted_content(text, start, end, lex):
+    if _unit_changed(a, b, span, lex) and not _has_numeral(part):
+        return "unit"  # a unit or magnitude put in or dropped (40米 / 40厘米)
+    if op == "insert" and _inserted_content(part, lex):
         return "inserted"
     return "noise"
 
