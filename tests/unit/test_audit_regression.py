@@ -36,7 +36,6 @@ XFAIL = {
     "news-061": "interior change: template headline of another briefing, reworded",
     # flagged, judged related: an item of another list (amendment vs the amended article)
     "news-027": "enumerator: amendment '一、第二条修改为' vs the article '第二条'",
-    "news-039": "enumerator: amendment adding an item vs the item '（四）'",
     "news-084": "enumerator: amendment '七、第十三条第二项修改为' vs the item '（二）'",
     # flagged, judged related: a short template line with another person
     "news-032": "short template: '美国前国防部长' vs '美国防部长' (two people)",
