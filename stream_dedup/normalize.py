@@ -29,8 +29,12 @@ import opencc
 # batch in C (regex, NFKC, OpenCC) instead of once per message. No pattern below may match "\n".
 
 # Markup scraped from web pages: tags and character references (decoded before anything else
-# so that "&#65292;" does not leave digits behind).
-_TAG_RE = re.compile(r"<[a-zA-Z/!][^<>\n]{0,200}>")
+# so that "&#65292;" does not leave digits behind). A tag is "<", an element name (or "/" and
+# one, or "!" for comments and doctypes) and then its end or a space before its attributes: a "<"
+# that opens no tag ("3<5", an escaped "<p&gt;") never takes the text up to some later ">" with
+# it. References are decoded, then tags stripped once more: escaped markup ("&lt;p&gt;") is
+# markup too.
+_TAG_RE = re.compile(r"<(?:/?[a-zA-Z][a-zA-Z0-9-]{0,20}(?:[\s/][^<>\n]{0,200})?|![^<>\n]{0,200})>")
 # Retweet-chain and reply markers ("//@name:", "回复@name:"). Only the markers go: which segment
 # of a chain is the content differs between platforms, so the segments' words stay and the
 # near stage's containment measure weighs a short added comment against the reposted text.
@@ -50,7 +54,9 @@ _URL = (r"https?://" + _NOT_URL, r"www\." + _NOT_URL, _SHORT_LINK)
 _MENTION = (r"@[\w\u00b7\-]{1,30}",)
 # Topic tags "#…#" and lenticular-bracket tags "【…】"; square-bracket spans are emoticons
 # ("[哈哈]") or source tags ("[转载]"): short, no nested brackets.
-_TAGS = (r"#[^#\n]{1,40}#", r"【[^【】\n]{0,40}】", r"〖[^〖〗\n]{0,40}〗")
+_TAGS = (r"#[^#\n]{1,40}#", r"【[^【】\n]{0,40}】", r"〖[^〖〗\n]{0,40}〗",
+         # a truncation marker in brackets: （未完）, (未完待续), [待续]
+         r"[（(\[]\s{0,2}(?:未完待续|未完|待续)\s{0,2}[）)\]]")
 _BRACKET_TAG = (r"\[[^\[\]\n]{1,10}\]",)
 _SPACES = r"[^\S\n{keep}]+"
 # Between paragraphs when `paragraphs` is on (U+2029 PARAGRAPH SEPARATOR: never content, never
@@ -213,7 +219,8 @@ def _tidy_breaks(text: str) -> str:
 def _strip_markup(text: str) -> str:
     if "<" not in text and "&" not in text:
         return text
-    return html.unescape(_TAG_RE.sub(" ", text)).replace("\n", " ")
+    text = html.unescape(_TAG_RE.sub(" ", text))
+    return _TAG_RE.sub(" ", text).replace("\n", " ") if "<" in text else text.replace("\n", " ")
 
 
 class Normalizer:

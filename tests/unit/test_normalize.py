@@ -32,6 +32,14 @@ pytestmark = pytest.mark.unit
         ("a&nbsp;b<br>c&#65292;d", "abcd"),
         ("零\u200b宽", "零宽"),
         ("好_评__a", "好评a"),  # "_" is a word character, not content
+        ("&lt;p&gt;好的&lt;/p&gt;", "好的"),  # escaped markup is markup
+        ("<p&gt;价格很实惠</p&gt;", "价格很实惠"),  # half escaped
+        ("<p&gt;价格很实惠 3<5 的东西 >_<", "价格很实惠35的东西"),  # a "<" that opens no tag
+        ("价格<很实惠 > 推荐", "价格很实惠推荐"),
+        ('<div class="x">好的</div><br/><!-- c -->', "好的"),
+        ("范冰冰成最美（未完）", "范冰冰成最美"),  # a truncation marker in brackets
+        ("范冰冰成最美...(未完待续)", "范冰冰成最美"),
+        ("未完成的工作", "未完成的工作"),  # ... but not the word
     ],
 )
 def test_each_decoration_class_is_removed(raw: str, expected: str) -> None:
