@@ -21,7 +21,7 @@ import numpy as np
 from stream_dedup.config import Settings
 from stream_dedup.engine import LOOKUPS_ONLY
 from stream_dedup.index.layout import make_layout
-from stream_dedup.index.probe import BatchProbe
+from stream_dedup.index.probe import AnchorQuery, BatchProbe
 from stream_dedup.index.tables import ENTRY, bucket_key
 from stream_dedup.state import WriteSet, open_store
 
@@ -57,8 +57,9 @@ def query(store, layout, fps: np.ndarray, batch: int = 1000) -> tuple[float, flo
         part = fps[start : start + batch]
         probe = BatchProbe(store, layout, postings=1, stored=0)
         seqs = np.arange(2**39, 2**39 + len(part), dtype=np.uint64)
-        found = probe.run(part, seqs, no_anchors[: len(part)], index.candidate_distance,
-                          index.max_candidates, np.ones(len(part), np.int64))
+        query = AnchorQuery(no_anchors[: len(part)], np.zeros((len(part), 1), np.int64),
+                            np.ones((len(part), 1), np.int64), np.ones(2, np.int64))
+        found = probe.run(part, seqs, query, index.candidate_distance, index.max_candidates)
         candidates += found.compared
     return (time.perf_counter() - began) / len(fps), candidates / len(fps)
 

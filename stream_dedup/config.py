@@ -87,6 +87,8 @@ class IndexSettings:
     anchors: bool = True  # shared winnowing anchors also propose candidates
     anchor_postings: int = 64  # the most recent messages an anchor remembers
     anchors_stored: int = 8  # a message is posted under its k smallest anchors (0: all)
+    short_chars: int = 20  # texts up to this long also get bigram anchors (0: none)
+    very_short_chars: int = 8  # texts up to this long (+1) also get one-deletion keys (0: none)
     max_candidates: int = 16  # candidates verified per message, best first
 
 

@@ -50,21 +50,42 @@ def empty_verdict(message_id: str) -> Verdict:
     return Verdict(message_id, Decision.UNIQUE, "unique: no text content")
 
 
-def anchor_need(anchors: ArrayLike, stored: int) -> np.ndarray:
-    """Shared anchors a candidate found by anchors alone needs, for messages with `anchors`
-    anchors each when messages are posted under `stored` at most (0: all): a fifth of the
+def anchor_need(families: ArrayLike, stored: int) -> np.ndarray:
+    """Shared anchors of each family a candidate found by anchors alone needs, for messages with
+    `families[i]` anchors of each family (`features.FAMILIES` columns) when messages are posted
+    under `stored` at most (0: all): of winnowing anchors and of bigrams, a fifth of the
     message's (at least one: a short stored text may have only one; at most half of what a
-    message is posted under, so long texts still find each other)."""
-    need = np.maximum(1, -(-np.asarray(anchors, np.int64) // 5))
-    return np.minimum(need, -(-stored // 2)) if stored else need
+    message is posted under, so long texts still find each other); of one-deletion keys, one
+    (each names a whole text one edit away). A family the message lacks qualifies nothing."""
+    counts = np.atleast_2d(np.asarray(families, np.int64))
+    need = np.maximum(1, -(-counts // 5))
+    if stored:
+        need = np.minimum(need, -(-stored // 2))
+    need[:, -1] = 1
+    return np.where(counts > 0, need, np.iinfo(np.int64).max)
+
+
+# Weight of a shared anchor by how many earlier messages the lookup saw posted under it (1 ..
+# `index.anchor_postings`): an anchor that many messages carry (a stock greeting, a lead-in, a
+# common bigram) says little about which of them is the source, a rare one says much. Integers,
+# so the engine and the global scope sum them alike.
+_WEIGHT_SCALE = 1000
+
+
+def anchor_weights(postings: int) -> np.ndarray:
+    """`weights[seen]`: the ranking weight of an anchor seen with `seen` earlier posters,
+    1 / (1 + log2 seen), scaled to integers."""
+    seen = np.arange(max(postings, 1) + 1, dtype=np.float64)
+    weights = np.rint(_WEIGHT_SCALE / (1 + np.log2(np.maximum(seen, 1))))
+    return weights.astype(np.int64)
 
 
 def rank_key(candidate: tuple[int, int, int]) -> tuple[int, int]:
-    """Order of the index's candidates (key, distance or -1, shared anchors) for the cut to the
-    `index.max_candidates` best, before their texts are read: most shared anchors, then
-    nearest."""
-    _key, dist, shared = candidate
-    return -shared, dist if dist >= 0 else 255
+    """Order of the index's candidates (key, distance or -1, anchor score) for the cut to the
+    `index.max_candidates` best, before their texts are read: the highest sum of the shared
+    anchors' `anchor_weights`, then nearest."""
+    _key, dist, score = candidate
+    return -score, dist if dist >= 0 else 255
 
 
 def closest_verdict(message_id: str, text: str, fp: int, candidates: Sequence[Candidate],

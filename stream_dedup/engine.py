@@ -37,6 +37,7 @@ from .config import Settings
 from .decide import (
     Candidate,
     anchor_need,
+    anchor_weights,
     closest_verdict,
     empty_verdict,
     exact_verdict,
@@ -46,8 +47,9 @@ from .decide import (
 from .docs import Doc, encode_doc, seq_key, ttl_key
 from .exact import ExactStage, exact_key, exact_value, text_hash
 from .expiry import expire
+from .features import features
 from .index.layout import make_layout
-from .index.probe import BatchProbe
+from .index.probe import AnchorQuery, BatchProbe
 from .normalize import Normalizer
 from .records import Decision, Message, Verdict
 from .state import open_store
@@ -119,6 +121,7 @@ class Engine:
             settings.index.layout, settings.index.max_distance, settings.index.blocks
         )
         self._window_ms = int(settings.window.seconds * 1000)
+        self._weights = anchor_weights(settings.index.anchor_postings)
         self._recent: dict[int, tuple[str, str, int, int]] = {}
         self.exact = ExactStage(settings.exact, settings.window.seconds, store)
         self._check_format()
@@ -290,15 +293,9 @@ class Engine:
         clock = time.perf_counter
         t0 = clock()
         s = self.settings
-        fsets = s.fingerprint
-        texts = [p.text for p in near]
-        fps, owner = self._strategy(texts)
-        anchors = (
-            fpr.anchors(fpr.Batch.of(texts), fsets.anchor_ngram, fsets.anchor_window)
-            if s.index.anchors else [np.zeros(0, np.uint64)] * len(near)
-        )
         salts = np.fromiter((scope.salt(p.msg.scope) for p in near), np.uint64, count=len(near))
-        fps, anchors = scope.apply(salts, fps, owner, anchors)
+        f = features([p.text for p in near], salts, self._strategy, s.fingerprint, s.index)
+        fps, owner = f.fps, f.owner
         t1 = clock()
         seconds["fingerprint"] += t1 - t0
         probe = BatchProbe(self.store, self._layout, s.index.anchor_postings,
@@ -306,15 +303,20 @@ class Engine:
         seqs = np.fromiter((p.seq for p in near), dtype=np.uint64, count=len(near))
         # A message's anchors go with its first row (every message has one or more rows).
         if len(owner) == len(near):
-            first_row, row_anchors = np.arange(len(near)), anchors
+            first_row, row_anchors, row_posted = np.arange(len(near)), f.anchors, f.posted
+            families = f.families
         else:
             first_row = np.searchsorted(owner, np.arange(len(near)))
             row_anchors = [np.zeros(0, np.uint64)] * len(owner)
+            row_posted = [np.zeros(0, bool)] * len(owner)
+            families = np.zeros((len(owner), f.families.shape[1]), np.int64)
             for i, row in enumerate(first_row.tolist()):
-                row_anchors[row] = anchors[i]
-        counts = np.fromiter(map(len, row_anchors), np.int64, count=len(row_anchors))
-        found = probe.run(fps, seqs[owner], row_anchors, s.index.candidate_distance,
-                          s.index.max_candidates, anchor_need(counts, s.index.anchors_stored))
+                row_anchors[row], row_posted[row] = f.anchors[i], f.posted[i]
+                families[row] = f.families[i]
+        query = AnchorQuery(row_anchors, families, anchor_need(families, s.index.anchors_stored),
+                            self._weights, row_posted)
+        found = probe.run(fps, seqs[owner], query, s.index.candidate_distance,
+                          s.index.max_candidates)
         self.stats.candidates += found.considered
         in_batch: dict[int, _Pending] = {}
         for p, fp in zip(near, fps[first_row].tolist(), strict=True):

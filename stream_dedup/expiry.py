@@ -2,7 +2,8 @@
 
 The `ttl` column family is a TTL index keyed by (event time, seq); a sweep takes the oldest entries
 behind the cutoff and undoes each message: its block-table entries and anchor postings (recomputed
-from the stored normalized text, and salted again with the scope salt `scope.recover` reads back),
+from the stored normalized text by `features`, as the engine posted them, and salted again with
+the scope salt `scope.recover` reads back),
 its exact record (when it is still the one recorded), its doc and id, then range-deletes the
 swept part of the index. The work per message matches an insert, so the state stays bounded under
 an endless stream.
@@ -19,6 +20,7 @@ from . import scope
 from .config import Settings
 from .docs import Doc, seq_key, ttl_key
 from .exact import exact_key
+from .features import features
 from .index.layout import Layout
 from .index.tables import remove_entries
 from .state.store import KVStore, WriteSet
@@ -46,14 +48,12 @@ def expire(store: KVStore, settings: Settings, strategy: fpr.Strategy, layout: L
     indexed = [d for d in docs if d.indexed]
     if indexed:
         texts = [d.text for d in indexed]
-        fps, owner = strategy(texts)
-        f, posted = settings.fingerprint, settings.index.anchors_stored
-        anchors = fpr.anchors(fpr.Batch.of(texts), f.anchor_ngram, f.anchor_window)
-        salts = scope.recover(np.array([d.fp for d in indexed], np.uint64), fps, owner)
-        fps, anchors = scope.apply(salts, fps, owner, anchors)  # as they were inserted
-        remove_entries(store, layout, fps,
+        plain, owner = strategy(texts)
+        salts = scope.recover(np.array([d.fp for d in indexed], np.uint64), plain, owner)
+        f = features(texts, salts, strategy, settings.fingerprint, settings.index)  # as inserted
+        remove_entries(store, layout, f.fps,
                        np.array([d.seq for d in indexed], dtype=np.uint64)[owner],
-                       [a[:posted] if posted else a for a in anchors], writes)
+                       [a[m] for a, m in zip(f.anchors, f.posted, strict=True)], writes)
     hashes = [exact_key(d.text_hash) for d in docs]
     for d, key, value in zip(docs, hashes, store.get_many("exact", hashes), strict=True):
         if value is not None and struct.unpack(">Q", value[:8])[0] == d.seq:

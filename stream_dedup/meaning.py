@@ -73,8 +73,11 @@ _CONTENT_TAGS = frozenset({
     "ad", "ag", "t", "tg", "s", "i", "l", "j", "eng",
 })
 _TIME_TAGS = frozenset({"t"})
-# Personal pronouns (jieba tags 您 zg, the others r): one for another is another person.
-_PRONOUNS = frozenset("我你您他她它")
+# Personal pronouns, a closed class (jieba tags 您 zg, the others r): one for another, or for a
+# name, is another person.
+_PRONOUNS = frozenset(["我", "你", "您", "他", "她", "它", "咱", "我们", "你们", "他们", "她们",
+                       "它们", "咱们"])
+_PERSON_TAGS = frozenset({"nr", "nrfg", "nrt"})
 # Approximations between a number and its unit: 三百多克, 十几天, 五十余人, 二十来岁.
 _APPROXIMATE = frozenset("多余几来")
 _MEASURE_TAGS = frozenset({"q", "m"})  # jieba's measure words and numeral-like units (克, 吨)
@@ -272,9 +275,8 @@ def _replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Le
     whole = min(len(part_a), len(part_b)) >= 2  # typos replace a character, not a word
     if (name_a and name_b) or (whole and ((name_a and word_b_real) or (name_b and word_a_real))):
         return "entity"  # a name replaced by another name, or by another word
-    if (lex.tags.get(part_a) == lex.tags.get(part_b) == "r" or {part_a, part_b} <= _PRONOUNS) \
-            and not lex.synonyms(part_a, part_b):
-        return "entity"  # another speaker or subject: one pronoun for another (我 / 他)
+    if _person(part_a, lex) and _person(part_b, lex) and not lex.synonyms(part_a, part_b):
+        return "entity"  # another speaker or subject: 我 / 他, 我 / 陈鹏, 你们 / 老赵
     if min(len(part_a), len(part_b)) >= 2 and lex.names_at(a, i1, i2) and lex.names_at(b, j1, j2):
         return "entity"  # names the dictionary lacks, recognised by jieba's tagger
     if pairs:
@@ -322,11 +324,19 @@ def _adds_content(part: str, earlier: str, lex: Lexicon) -> bool:
     return own >= max(_MATERIAL_MIN, len(earlier) / 2) and _inserted_content(part, lex)
 
 
+def _person(part: str, lex: Lexicon) -> bool:
+    """Whether `part` names a person: a personal pronoun, or a person's name as the tagger reads
+    the part on its own (a surname alone, 彭 or 小龚, included)."""
+    return part in _PRONOUNS or any(tag in _PERSON_TAGS for _, tag in lex.tagged_words(part))
+
+
 def _inserted_content(part: str, lex: Lexicon) -> bool:
-    """Whether `part`, put inside a text, carries a content word of its own: a name, noun, verb
-    or adjective of two characters or more, as the tagger reads the part on its own (a name
-    outside the dictionary included: 张路的 is 张路/nr 的/uj)."""
-    return any(len(word) > 1 and tag in _CONTENT_TAGS for word, tag in lex.tagged_words(part))
+    """Whether `part`, put inside a text, carries a content word of its own: a noun, verb or
+    adjective of two characters or more, or a person's name (a surname alone counts: 彭的), as
+    the tagger reads the part on its own (a name outside the dictionary included: 张路的 is
+    张路/nr 的/uj)."""
+    return any((len(word) > 1 and tag in _CONTENT_TAGS) or tag in _PERSON_TAGS
+               for word, tag in lex.tagged_words(part))
 
 
 def _unit_after_number(text: str, start: int, end: int, lex: Lexicon) -> bool:
@@ -336,7 +346,7 @@ def _unit_after_number(text: str, start: int, end: int, lex: Lexicon) -> bool:
     at = start - 1
     if at >= 1 and text[at] in _APPROXIMATE and text[at - 1] in numerals.NUMERAL_CHARS:
         at -= 1
-    if at < 0 or text[at] not in numerals.NUMERAL_CHARS or start == end:
+    if at < 0 or start == end or not (text[at] in numerals.NUMERAL_CHARS or text[at] == "几"):
         return False
     part = text[start:end]
     words = (part, part[0], lex.word_at(text, start, end))
@@ -369,8 +379,8 @@ def _added_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Lexic
     if (part in _LONE_NEGATORS and _negates_next(text, end, lex)) or _is_negation(
             text, start, end, lex):
         return "negation"  # a lone 不/没/未/别 inserted or dropped before what it can negate
-    if _unit_changed(a, b, span, lex) and not _has_numeral(part):
-        return "unit"  # a unit or magnitude put in or dropped (40米 / 40厘米)
+    if _unit_changed(a, b, span, lex):
+        return "unit"  # a unit or magnitude put in or dropped (40米 / 40厘米, 克 / 千克)
     if op == "insert" and _inserted_content(part, lex):
         return "inserted"
     return "noise"

@@ -32,7 +32,7 @@ _U64 = np.uint64
 
 @dataclass(frozen=True, slots=True)
 class Candidates:
-    """Per message of the batch, its candidates best first: (seq, distance or -1, shared anchors).
+    """Per message of the batch, its candidates best first: (seq, distance or -1, anchor score).
     Messages without candidates are absent from `by_message`."""
 
     by_message: dict[int, list[tuple[int, int, int]]]
@@ -122,6 +122,23 @@ def _fetch(store: KVStore, cf: str, names: list[bytes],
                                count=len(values)) // dtype.itemsize
 
 
+@dataclass(frozen=True, slots=True)
+class AnchorQuery:
+    """The anchors of a batch's rows and how their matches count.
+
+    Row i looks up all of `anchors[i]` (listed family by family, `families[i]` of each) and is
+    posted under those `posted[i]` marks (None: its `stored` smallest). A candidate found by
+    anchors alone qualifies when it shares `need[i, f]` anchors of some family f; candidates are
+    ranked by the sum over shared anchors of `weights[seen]`, seen being how many earlier
+    posters the lookup found under the anchor."""
+
+    anchors: list[np.ndarray]
+    families: np.ndarray
+    need: np.ndarray
+    weights: np.ndarray
+    posted: list[np.ndarray] | None = None
+
+
 class BatchProbe:
     """Probe the block tables and anchor postings for a batch and stage the batch's inserts."""
 
@@ -132,18 +149,16 @@ class BatchProbe:
         self._stored = stored
         self._puts: list[tuple[str, bytes, bytes]] = []
 
-    def run(self, fps: np.ndarray, seqs: np.ndarray, anchors: list[np.ndarray],
-            candidate_distance: int, max_candidates: int, need: np.ndarray) -> Candidates:
-        """Candidates of every message; the batch's own entries are staged for `stage`.
-        Candidates found by anchors alone qualify when they share `need[i]` of message i's
-        anchors (`decide.anchor_need`)."""
+    def run(self, fps: np.ndarray, seqs: np.ndarray, anchors: AnchorQuery,
+            candidate_distance: int, max_candidates: int) -> Candidates:
+        """Candidates of every message (row); the batch's own entries are staged for `stage`."""
         n = len(fps)
         if not n:
             return Candidates({}, 0, 0)
         keys_b, dist_b, compared = self._buckets(fps, seqs, candidate_distance)
-        keys_a, shared_a = self._anchors(anchors, seqs)
-        by_message, considered = self._rank(keys_b, dist_b, keys_a, shared_a, need,
-                                            max_candidates)
+        keys_a, shared_a, score_a = self._anchors(anchors, seqs)
+        by_message, considered = self._rank(keys_b, dist_b, keys_a, shared_a, score_a,
+                                            anchors.need, max_candidates)
         return Candidates(by_message, considered, compared)
 
     def stage(self, writes: WriteSet) -> None:
@@ -214,18 +229,26 @@ class BatchProbe:
 
     # -- anchors --------------------------------------------------------------------------
 
-    def _anchors(self, anchors: list[np.ndarray],
-                 seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """A message looks up all its anchors but is posted under only its `stored` smallest
-        (a bottom-k sample: a copy that keeps most of a text keeps some of those)."""
+    def _anchors(self, query: AnchorQuery,
+                 seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(pair, shared anchors of each family, weighted score) of every (row, earlier message)
+        pair sharing an anchor. A message looks up all its anchors but is posted under only some
+        (by default its `stored` smallest: a bottom-k sample, and a copy that keeps most of a
+        text keeps some of those)."""
+        anchors = query.anchors
+        width = query.families.shape[1]
         counts = np.fromiter(map(len, anchors), np.int64, count=len(anchors))
         if not counts.sum():
             empty = np.zeros(0, dtype=_U64)
-            return empty, np.zeros(0, np.int64)
-        flat = np.concatenate(anchors)  # each message's anchors ascending
+            return empty, np.zeros((0, width), np.int64), np.zeros(0, np.int64)
+        flat = np.concatenate(anchors)
         owner_of = np.arange(len(anchors)).repeat(counts)
-        rank = np.arange(len(flat)) - (counts.cumsum() - counts).repeat(counts)
-        posted = rank < self._stored if self._stored else np.ones(len(flat), dtype=bool)
+        family = np.tile(np.arange(width), len(anchors)).repeat(query.families.ravel())
+        if query.posted is not None:
+            posted = np.concatenate(query.posted)
+        else:  # each message's anchors ascending
+            rank = np.arange(len(flat)) - (counts.cumsum() - counts).repeat(counts)
+            posted = rank < self._stored if self._stored else np.ones(len(flat), dtype=bool)
         order = _argsort(flat)
         uniq, inverse = _unique_inverse(flat, order)
         names = anchor_keys(uniq)
@@ -234,24 +257,37 @@ class BatchProbe:
         later, earlier, before = _earlier_pairs(inverse, self._postings, posted, order)
         # One at a time, a message would see the last `postings` posters of the anchor: its
         # earlier posters in this batch first, then the newest stored ones that still fit.
+        seen_before = np.minimum(before, self._postings)
         keep = np.clip(self._postings - before, 0, lengths[inverse])
+        weight = query.weights[keep + seen_before]
         rows, idx = _ragged(keep, ends[inverse] - keep)
         owner = np.concatenate([owner_of[rows], owner_of[later]])
         cand = np.concatenate([stored[idx], seqs[owner_of[earlier]]])
+        via = np.concatenate([rows, later])  # the looking-up occurrence of each pair entry
         pair = (owner.astype(_U64) << _U64(_SEQ_BITS)) | cand
-        keys, shared = _unique_counts(pair)
+        by_pair = _argsort(pair)
+        ranked = pair[by_pair]
+        starts = run_starts(ranked).nonzero()[0]
+        group = np.zeros(len(ranked), np.int64)
+        group[starts[1:]] = 1
+        group = group.cumsum()
+        shared = np.zeros((len(starts), width), np.int64)
+        np.add.at(shared, (group, family[via[by_pair]]), 1)
+        score = np.add.reduceat(weight[via[by_pair]], starts) if len(starts) else np.zeros(
+            0, np.int64)
         poster = order[posted[order]]  # by anchor, then position
         self._append("anchors", names, stored, lengths, inverse[poster], seqs[owner_of[poster]],
                      self._postings)
-        return keys, shared
+        return ranked[starts], shared, score
 
     # -- ranking --------------------------------------------------------------------------
 
     def _rank(self, keys_b: np.ndarray, dist_b: np.ndarray, keys_a: np.ndarray,
-              shared_a: np.ndarray, need: np.ndarray,
+              shared_a: np.ndarray, score_a: np.ndarray, need: np.ndarray,
               max_candidates: int) -> tuple[dict[int, list[tuple[int, int, int]]], int]:
         """Bucket entries within the distance qualify; anchor-only ones when they share
-        `need[i]` of message i's anchors."""
+        `need[i, f]` of message i's anchors of some family f. Best first: the highest anchor
+        score, then the nearest."""
         # The union of both kinds of pair in one stable sort: a pair's bucket entries (several
         # tables may find it, at the same distance) sort before its one anchor entry.
         found = len(keys_b)
@@ -263,20 +299,22 @@ class BatchProbe:
         dist = np.full(len(keys), -1, dtype=np.int64)
         by_bucket = first < found
         dist[by_bucket] = dist_b[first[by_bucket]]
-        shared = np.zeros(len(keys), dtype=np.int64)
+        shared = np.zeros((len(keys), need.shape[1]), dtype=np.int64)
+        score = np.zeros(len(keys), dtype=np.int64)
         by_anchor = order >= found
-        shared[(starts.cumsum() - 1)[by_anchor]] = shared_a[order[by_anchor] - found]
+        at = (starts.cumsum() - 1)[by_anchor]
+        shared[at] = shared_a[order[by_anchor] - found]
+        score[at] = score_a[order[by_anchor] - found]
         owner = (keys >> _U64(_SEQ_BITS)).astype(np.int64)
-        keep = (dist >= 0) | (shared >= need[owner])
-        keys, dist, shared, owner = keys[keep], dist[keep], shared[keep], owner[keep]
-        order = np.lexsort((np.where(dist < 0, 255, dist), -shared, owner))
-        keys, dist, shared, owner = keys[order], dist[order], shared[order], owner[order]
+        keep = (dist >= 0) | (shared >= need[owner]).any(axis=1)
+        keys, dist, score, owner = keys[keep], dist[keep], score[keep], owner[keep]
+        order = np.lexsort((np.where(dist < 0, 255, dist), -score, owner))
+        keys, dist, score, owner = keys[order], dist[order], score[order], owner[order]
         starts = run_starts(owner)
         rank = np.arange(len(owner)) - starts.nonzero()[0][starts.cumsum() - 1]
         top = rank < max_candidates
         by_message: dict[int, list[tuple[int, int, int]]] = {}
         for o, k, d, s in zip(owner[top].tolist(), (keys[top] & _SEQ_MASK).tolist(),
-                              dist[top].tolist(), shared[top].tolist(), strict=True):
+                              dist[top].tolist(), score[top].tolist(), strict=True):
             by_message.setdefault(o, []).append((k, d, s))
         return by_message, len(keys)
-

@@ -33,12 +33,14 @@ from ..config import Settings
 from ..decide import (
     Candidate,
     anchor_need,
+    anchor_weights,
     closest_verdict,
     empty_verdict,
     exact_verdict,
     rank_key,
 )
 from ..docs import Doc
+from ..features import FAMILIES
 from ..records import Verdict
 from ..state.store import KVStore, WriteSet
 from ..verify import similarities, warm_up
@@ -110,6 +112,7 @@ class Join:
         self.sweeper = Sweeper(int(settings.window.seconds * 1000), ("ids",), _event_ms)
         newest = store.get_many("meta", [_NEWEST])[0]
         self._max_ts = struct.unpack("<q", newest)[0] if newest else 0
+        self._weights = anchor_weights(settings.index.anchor_postings)
         warm_up()
 
     def add(self, originals: Sequence[Original], answers: Sequence[Answer]) -> list[Decided]:
@@ -166,18 +169,22 @@ class Join:
             return exact_verdict(o.message_id, first.message_id)
         if not o.text:
             return empty_verdict(o.message_id)
-        found: dict[str, list] = {}  # id -> [distance (-1: none), shared anchors, hit]
+        # id -> [distance (-1: none), anchor score, hit, shared anchors per family]
+        found: dict[str, list] = {}
         for a in answers:
+            weight = int(self._weights[min(len(a.hits), len(self._weights) - 1)])
             for h in a.hits:
-                entry = found.setdefault(h.message_id, [-1, 0, h])
+                entry = found.setdefault(h.message_id, [-1, 0, h, [0] * FAMILIES])
                 if a.kind == BLOCK:
                     if entry[0] < 0 or h.distance < entry[0]:
                         entry[0] = h.distance
                 elif a.kind != EXACT:
-                    entry[1] += 1
-        need = int(anchor_need(o.anchors, self._settings.index.anchors_stored))
-        ranked = sorted(((rank_key((0, d, s)), (h.ts_ms, h.message_id.encode()), d, h)
-                         for d, s, h in found.values() if d >= 0 or s >= need),
+                    entry[1] += weight
+                    entry[3][a.table] += 1
+        need = anchor_need(o.anchors, self._settings.index.anchors_stored)[0].tolist()
+        ranked = sorted(((rank_key((0, d, score)), (h.ts_ms, h.message_id.encode()), d, h)
+                         for d, score, h, shared in found.values()
+                         if d >= 0 or any(x >= y for x, y in zip(shared, need, strict=True))),
                         key=lambda item: item[:2])
         hits = [(d, h) for _, _, d, h in ranked[:self._settings.index.max_candidates]]
         texts = [o.text, *(h.text for _, h in hits)]  # each candidate measured against texts[0]

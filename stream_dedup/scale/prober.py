@@ -1,12 +1,12 @@
 """What the fingerprint stage computes for a batch of messages: the engine's normalization, exact
-hash, fingerprint rows and winnowing anchors (its own functions, so both agree), turned into the
-message's probes. Pure: no Kafka, no state.
+hash and index keys (`features.features`, the engine's own function, so both agree), turned into
+the message's probes. Pure: no Kafka, no state.
 
 Per message, numbered 0.. in this order: the exact hash (when `exact.enabled`); one probe per
-(fingerprint row, block table) with that row's fingerprint; one per anchor, the `anchors_stored`
-smallest posted (`ANCHOR`) and the rest looked up only (`LOOKUP`), as the engine posts a
-bottom-k sample and looks up all. A message whose normalized text is empty makes the exact probe
-only (the engine decides it from the exact stage alone).
+(fingerprint row, block table) with that row's fingerprint; one per anchor, those the engine
+posts a message under as `ANCHOR` and the rest looked up only (`LOOKUP`), family by family
+(`features.FAMILIES`). A message whose normalized text is empty makes the exact probe only (the
+engine decides it from the exact stage alone).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import numpy as np
 from .. import fingerprint as fpr
 from ..config import Settings
 from ..exact import text_hash
+from ..features import FAMILIES, features
 from ..index.layout import make_layout
 from ..normalize import Normalizer
 from ..records import Message
@@ -33,7 +34,7 @@ class Probed:
     message: Message
     text: str
     fp: int
-    anchors: int
+    anchors: tuple[int, ...]  # per family
     probes: tuple[Probe, ...]
 
 
@@ -53,17 +54,16 @@ class Prober:
         texts = self._normalizer.normalize_batch([m.text for m in messages])
         near = [i for i, t in enumerate(texts) if t]
         near_texts = [texts[i] for i in near]
-        fps, owner = self._strategy(near_texts) if near else (np.zeros(0, np.uint64),
-                                                               np.zeros(0, np.int64))
+        f = features(near_texts, np.zeros(len(near), np.uint64), self._strategy, s.fingerprint,
+                     s.index)
+        fps, owner = f.fps, f.owner
         keys = self._layout.keys(fps)
-        anchors = (fpr.anchors(fpr.Batch.of(near_texts), s.fingerprint.anchor_ngram,
-                               s.fingerprint.anchor_window)
-                   if s.index.anchors and near else [np.zeros(0, np.uint64)] * len(near))
         rows: dict[int, list[int]] = {}
         for row, i in enumerate(owner.tolist()):
             rows.setdefault(near[i], []).append(row)
-        anchors_of = dict(zip(near, anchors, strict=True))
-        stored = s.index.anchors_stored
+        anchors_of = dict(zip(near, zip(f.anchors, f.posted, f.families.tolist(), strict=True),
+                              strict=True))
+        none = (np.zeros(0, np.uint64), np.zeros(0, bool), [0] * FAMILIES)
         out = []
         for i, (m, text) in enumerate(zip(messages, texts, strict=True)):
             wanted: list[tuple[int, int, int, int, str]] = []  # kind, table, value, fp, text
@@ -75,10 +75,11 @@ class Prober:
                 wanted += [(BLOCK, t, int(keys[t][row]), int(fps[row]), text)
                            for t in range(len(keys))]
             first_fp = int(fps[own[0]]) if own else 0
-            mine = anchors_of.get(i, np.zeros(0, np.uint64)).tolist()
-            wanted += [(ANCHOR, 0, a, first_fp, text) if not stored or rank < stored
-                       else (LOOKUP, 0, a, 0, "") for rank, a in enumerate(mine)]
+            mine, posted, families = anchors_of.get(i, none)
+            family = np.arange(FAMILIES).repeat(families).tolist()
+            wanted += [(ANCHOR, f, a, first_fp, text) if post else (LOOKUP, f, a, 0, "")
+                       for a, post, f in zip(mine.tolist(), posted.tolist(), family, strict=True)]
             probes = tuple(Probe(kind, table, value, m.timestamp_ms, m.id, n, fp, posted)
                            for n, (kind, table, value, fp, posted) in enumerate(wanted))
-            out.append(Probed(m, text, first_fp, len(mine), probes))
+            out.append(Probed(m, text, first_fp, tuple(families), probes))
         return out

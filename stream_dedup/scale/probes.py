@@ -11,7 +11,8 @@ A record is a block that writes each distinct text once and numbers it: a messag
 rides on several of its probes, and a popular message is a candidate of many probes.
 
 A shard key is (kind, table, value): the exact hash of the normalized text, one block of one
-Simhash table, or one winnowing anchor (`ANCHOR` posted and looked up, `LOOKUP` looked up only).
+Simhash table, or one anchor (`ANCHOR` posted and looked up, `LOOKUP` looked up only; its table
+is its family, `features.FAMILIES`).
 The total order every shard agrees on is (event timestamp, message id as UTF-8 bytes).
 """
 
@@ -24,13 +25,15 @@ from typing import TypeVar
 
 import xxhash
 
+from ..features import FAMILIES
+
 EXACT, BLOCK, ANCHOR, LOOKUP = 0, 1, 2, 3
 T = TypeVar("T")
 SHARD_KEY_BYTES = 11  # kind, table, value
 MAX_RECORD_BYTES = 256 * 1024  # packed records are cut at this size (under the broker's 1 MiB)
 
 _PROBE = struct.Struct("<BHQqQHHI")  # kind, table, value, ts, fp, index, len(id), text number
-_ANSWER = struct.Struct("<HHBH")  # len(id), probe index, kind (| _LATE), hits
+_ANSWER = struct.Struct("<HHBBH")  # len(id), probe index, kind (| _LATE), table, hits
 _LATE = 0x80
 _HIT = struct.Struct("<qQbHI")  # ts, fp, distance (-1: none), len(id), text number
 _ORIGINAL = struct.Struct("<qQqiqHHHHHIIH")
@@ -91,6 +94,7 @@ class Answer:
     kind: int
     hits: tuple[Hit, ...]
     late: bool = False
+    table: int = 0  # the probe's table: of an anchor, its family (`features.FAMILIES`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +106,7 @@ class Original:
     text: str  # normalized ("" when nothing is left)
     fp: int
     probes: int  # answers to expect
-    anchors: int  # anchors the message looked up (the share an anchor-only candidate needs)
+    anchors: tuple[int, ...]  # anchors the message looked up, per family (`features.FAMILIES`)
     topic: str
     partition: int
     offset: int
@@ -164,7 +168,7 @@ def encode_answers(answers: Sequence[Answer]) -> bytes:
     body: list[bytes] = []
     for a in answers:
         ident = a.message_id.encode()
-        body += [_ANSWER.pack(len(ident), a.index, a.kind | (_LATE if a.late else 0),
+        body += [_ANSWER.pack(len(ident), a.index, a.kind | (_LATE if a.late else 0), a.table,
                               len(a.hits)), ident]
         for h in a.hits:
             hid = h.message_id.encode()
@@ -178,7 +182,7 @@ def unpack_answers(data: bytes) -> list[Answer]:
     texts, pos = _read_texts(data)
     out = []
     while pos < len(data):
-        n_id, index, kind, hits = _ANSWER.unpack_from(data, pos)
+        n_id, index, kind, table, hits = _ANSWER.unpack_from(data, pos)
         pos += _ANSWER.size
         ident = data[pos : pos + n_id].decode()
         pos += n_id
@@ -188,7 +192,7 @@ def unpack_answers(data: bytes) -> list[Answer]:
             pos += _HIT.size
             found.append(Hit(data[pos : pos + n_hid].decode(), ts, fp, dist, texts[number]))
             pos += n_hid
-        out.append(Answer(ident, index, kind & ~_LATE, tuple(found), bool(kind & _LATE)))
+        out.append(Answer(ident, index, kind & ~_LATE, tuple(found), bool(kind & _LATE), table))
     return out
 
 
@@ -232,7 +236,7 @@ def pack_original(o: Original) -> bytes:
                           *(len(f) for f in fields[:4]), (o.key is None) | (o.value is None) << 1,
                           len(fields[4]), o.probes, len(o.headers))
     lengths = struct.pack(f"<{len(heads)}I", *(len(h) for h in heads)) + struct.pack(
-        "<I", o.anchors)
+        f"<{FAMILIES}I", *o.anchors)
     return head + lengths + b"".join(fields) + b"".join(heads)
 
 
@@ -242,8 +246,8 @@ def unpack_original(data: bytes) -> Original:
     pos = _ORIGINAL.size
     lengths = struct.unpack_from(f"<{2 * n_headers}I", data, pos)
     pos += 4 * 2 * n_headers
-    (anchors,) = struct.unpack_from("<I", data, pos)
-    pos += 4
+    anchors = struct.unpack_from(f"<{FAMILIES}I", data, pos)
+    pos += 4 * FAMILIES
     parts = []
     for n in (n_id, n_text, n_topic, n_key, n_value, *lengths):
         parts.append(data[pos : pos + n])

@@ -111,7 +111,7 @@ class Shard:
                 continue
             hit = Hit(p.message_id, p.ts_ms, p.fp, distance, "" if p.kind == EXACT else p.text)
             out.append(Answer(key[SHARD_KEY_BYTES + 8:].decode(), p.index, p.kind, (hit,),
-                              late=True))
+                              late=True, table=p.table))
         return out
 
     def _answer(self, p: Probe, cf: str, shard: bytes, own: bytes, arrival: int,
@@ -139,4 +139,4 @@ class Shard:
                 distance = -1
             text = "" if p.kind == EXACT else value[_ENTRY.size:].decode()
             hits.append(Hit(ident, ts, fp, distance, text))
-        return Answer(p.message_id, p.index, p.kind, tuple(hits))
+        return Answer(p.message_id, p.index, p.kind, tuple(hits), table=p.table)

@@ -52,7 +52,7 @@ SAMPLE = REPO / "stream_dedup" / "data" / "sample.jsonl.gz"
 
 def _original(message_id: str, probes: int, text: str = "文本", **kw) -> Original:
     fields = {"message_id": message_id, "ts_ms": 5, "text": text, "fp": 7, "probes": probes,
-              "anchors": 0, "topic": "in", "partition": 1, "offset": 9, "timestamp": 5,
+              "anchors": (0, 0, 0), "topic": "in", "partition": 1, "offset": 9, "timestamp": 5,
               "key": None, "value": b"{}", "headers": ()}
     return Original(**{**fields, **kw})
 

@@ -52,7 +52,7 @@ def _metrics(stage: str, topics: tuple[str, ...] = ("in",)
 
 
 def _original(message_id: str, probes: int) -> Original:
-    return Original(message_id, 5, "文本", 7, probes, 0, "in", 1, 9, 5, None, b"{}", ())
+    return Original(message_id, 5, "文本", 7, probes, (0, 0, 0), "in", 1, 9, 5, None, b"{}", ())
 
 
 def _out(kind: str) -> Output:
