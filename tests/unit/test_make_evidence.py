@@ -120,6 +120,7 @@ def test_number_forms_keep_the_value() -> None:
     assert me.from_chinese("二十") == 20
     assert me.from_chinese("一两") is None
     assert set(me.number_forms(4000)) == {"四千", "4,000", "4千"}
+    assert me.number_forms(2) == ["两"]
     assert "1.5万" in me.number_forms(15000)
     for n in range(1, 100000, 37):
         assert me.from_chinese(me.to_chinese(n)) in (n, None)
