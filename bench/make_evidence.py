@@ -114,6 +114,7 @@ Where the labels are arguable (also in `bench/data/README.md`):
   repost chain as a new post of the reposter; `dup:particle`: 好的 / 好的亲 is a duplicate only
   in a feed that drops stock replies at all; `dup:shape`/`dup:heteronym`/`dup:homophone`: the
   slip can make another real word (a duplicate all the same).
+- `dup:punct`: a question mark added at the end can make a statement read as a question.
 - `dup:number-form`: 两千 and 二千 are both written; the script writes 两 for 2 alone and as the
   leading digit before 百/千, 二 elsewhere (十二, 二十).
 
