@@ -22,9 +22,9 @@ _CURVE_HEADER = ["method", "P@k", "R@k", "F1@k", "best F1", "at t", "P", "R", "h
 
 
 def render_text(rows: Sequence[Row], curves: Sequence[Curve] = (), k: int = 3) -> str:
-    """The scores table, then per-kind recall, then stage throughput when any row has it, the
-    first row's speed as a multiple of each other's, then the fingerprint-alone scores when
-    strategies were compared."""
+    """The scores table, then per-kind recall and hard negatives flagged per kind, then stage
+    throughput when any row has it, the first row's speed as a multiple of each other's, then
+    the fingerprint-alone scores when strategies were compared."""
     summary = _table(
         ["method", "P", "R", "F1", "msgs/s", "hard-neg flagged"],
         [
@@ -40,12 +40,13 @@ def render_text(rows: Sequence[Row], curves: Sequence[Curve] = (), k: int = 3) -
         ],
     )
     sections = [summary]
-    kinds = _keys(row.scores.per_kind for row in rows)
-    if kinds:
-        cells = [
-            [row.method, *(_fraction(row.scores.per_kind.get(k)) for k in kinds)] for row in rows
-        ]
-        sections.append("recall per edit kind\n" + _table(["method", *kinds], cells))
+    for title, field in (("recall per edit kind", "per_kind"),
+                         ("hard negatives flagged per kind", "hard_negatives_per_kind")):
+        kinds = _keys(getattr(row.scores, field) for row in rows)
+        if kinds:
+            cells = [[row.method, *(_fraction(getattr(row.scores, field).get(k)) for k in kinds)]
+                     for row in rows]
+            sections.append(f"{title}\n" + _table(["method", *kinds], cells))
     stages = _keys(row.stage_msgs_per_s for row in rows)
     if stages:
         cells = [

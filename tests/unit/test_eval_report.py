@@ -44,12 +44,14 @@ def test_json_has_the_contract_keys_first_and_fractions() -> None:
 
 def test_text_tables_are_aligned_and_show_missing_kinds_as_dash() -> None:
     text = render_text(ROWS)
-    summary, kinds, stages, speed = text.strip().split("\n\n")
+    summary, kinds, negatives, stages, speed = text.strip().split("\n\n")
     lines = summary.splitlines()
     assert lines[0].split() == ["method", "P", "R", "F1", "msgs/s", "hard-neg", "flagged"]
     assert len({len(line) for line in lines}) == 1  # right-aligned to one width
     assert "12,346" in lines[1] and "0.942" in lines[2]
     assert kinds.splitlines()[1].split() == ["method", "exact", "typo", "trad"]
     assert kinds.splitlines()[3].split() == ["datasketch-0.4", "1.000", "-", "0.250"]
+    assert negatives.splitlines()[0] == "hard negatives flagged per kind"
+    assert negatives.splitlines()[3].split() == ["datasketch-0.4", "0.960"]
     assert "150,000" in stages
     assert speed == "ours speed against each: datasketch-0.4 2.74x"
