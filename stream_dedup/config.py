@@ -115,7 +115,12 @@ class VerifySettings:
     related_swap: bool = True  # two words traded places ("A beat B" / "B beat A")
     related_word: bool = True  # a dictionary word replaced by a different one (not a synonym)
     related_inserted: bool = True  # a content word (name, noun, verb) inserted inside the text
-    related_added: bool = False  # a clause of new content added at an edge of a short text
+    related_added: bool = True  # a clause of new content added at an edge of a short text
+    # Text the stream repeats is boilerplate, not new content: a character is common when a
+    # trigram over it was carried by this many earlier messages (of the last two generations of
+    # `boilerplate_generation` messages each).
+    boilerplate_messages: int = 3
+    boilerplate_generation: int = 100_000
     # The enabled classes of meaning change (meaning.MEANING_CLASSES names), derived from the
     # related_* flags once: every verified pair asks for them.
     meaning_classes: frozenset[str] = field(init=False, repr=False, compare=False)
@@ -364,6 +369,8 @@ def _check(s: Settings) -> None:
     need(i.anchor_postings >= 1, "index.anchor_postings", "out of range", ">= 1")
     need(i.anchors_stored >= 0, "index.anchors_stored", "out of range", ">= 0")
     need(i.max_candidates >= 1, "index.max_candidates", "out of range", ">= 1")
+    need(i.short_chars >= 0, "index.short_chars", "out of range", ">= 0")
+    need(i.very_short_chars >= 0, "index.very_short_chars", "out of range", ">= 0")
     f = s.fingerprint
     need(1 <= f.ngram <= 4, "fingerprint.ngram", "out of range", "1..4")
     need(2 <= f.anchor_ngram <= 8, "fingerprint.anchor_ngram", "out of range", "2..8")
@@ -375,6 +382,8 @@ def _check(s: Settings) -> None:
     need(v.max_length_ratio >= 1.0, "verify.max_length_ratio", "out of range", ">= 1")
     need(v.min_passage_chars > 2, "verify.min_passage_chars", "out of range",
          ">= 3 (a typo changes up to 2 characters)")
+    need(v.boilerplate_messages >= 1, "verify.boilerplate_messages", "out of range", ">= 1")
+    need(v.boilerplate_generation >= 1, "verify.boilerplate_generation", "out of range", ">= 1")
     e = s.exact
     need(0.0 < e.false_positive_rate < 0.5, "exact.false_positive_rate", "out of range",
          "(0, 0.5)")

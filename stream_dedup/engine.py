@@ -33,6 +33,7 @@ import numpy as np
 
 from . import collector, meaning, scope, verify
 from . import fingerprint as fpr
+from .commonness import Commonness
 from .config import Settings
 from .decide import (
     Candidate,
@@ -127,6 +128,12 @@ class Engine:
         self._check_format()
         counters = store.get_many("meta", [_META_COUNTERS])[0]
         self._next_seq, self._max_ts = struct.unpack(">Qq", counters) if counters else (1, 0)
+        vs = settings.verify
+        # The stream's boilerplate, when the rule that reads it is on: relearnt from the stream
+        # after a restart (a cache of its statistics, not state: what it would take to keep it is
+        # megabytes a checkpoint, and a changelog record too large for its topic).
+        self.commonness = (Commonness(vs.boilerplate_messages, vs.boilerplate_generation)
+                           if "added" in vs.meaning_classes else None)
         self._rebuild_bloom(self.exact.restore())
         # What the engine loaded lives as long as it does (the word dictionary: ~200k objects):
         # out of the collector's sight, a full collection no longer walks it (33 ms each).
@@ -356,15 +363,20 @@ class Engine:
                  for cands in candidates]
         measured = iter(self._measure(near, found, entries))
         vs = self.settings.verify
-        for p, cands in zip(near, found, strict=True):
+        sketch = self.commonness
+        grams = sketch.hashes([p.text for p in near]) if sketch is not None else []
+        for n, (p, cands) in enumerate(zip(near, found, strict=True)):
             if not cands:
                 p.verdict = unique(p.msg.id, None, False)
-                continue
-            ranked = []
-            for seq, dist in cands:
-                text, ident, fp = entries[seq]
-                ranked.append(Candidate(ident, text, fp, dist, next(measured)))
-            p.verdict = closest_verdict(p.msg.id, p.text, p.fp, ranked, vs)
+            else:
+                common = sketch.mask(grams[n], len(p.text)) if sketch is not None else None
+                ranked = []
+                for seq, dist in cands:
+                    text, ident, fp = entries[seq]
+                    ranked.append(Candidate(ident, text, fp, dist, next(measured)))
+                p.verdict = closest_verdict(p.msg.id, p.text, p.fp, ranked, vs, common)
+            if sketch is not None:  # in order: the next message sees it
+                sketch.count(_own_grams(sketch, grams[n], p.verdict, ranked if cands else []))
 
     def _measure(self, near: list[_Pending], found: list[list[tuple[int, int]]],
                  entries: dict[int, tuple[str, str, int]]) -> list[verify.Measured]:
@@ -424,6 +436,17 @@ def _per_message(by_row: dict[int, list[tuple[int, int, int]]], owner: np.ndarra
             if best is None or rank_key(cand) < rank_key(best):
                 merged[i][cand[0]] = cand
     return [sorted(m.values(), key=rank_key)[:limit] for m in merged]
+
+
+def _own_grams(sketch: Commonness, grams: np.ndarray, verdict: Verdict,
+               candidates: list[Candidate]) -> np.ndarray:
+    """The trigrams a message brings to the stream's boilerplate counts: all of a unique one's;
+    of a near copy, those its source lacks (the comment or lead-in it adds, not the text it
+    copies: copies of a text do not make it boilerplate)."""
+    if verdict.decision is not Decision.NEAR:
+        return grams
+    source = next(c.text for c in candidates if c.id == verdict.matched_id)
+    return np.setdiff1d(grams, sketch.hashes([source])[0])
 
 
 def _replayed(first: Verdict) -> Verdict:

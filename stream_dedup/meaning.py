@@ -37,6 +37,7 @@ by running the segmenter: this runs only on candidate pairs, and must stay cheap
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 # difflib's SequenceMatcher compiled (same algorithm, same opcodes), 2-4x faster on our pairs.
@@ -78,6 +79,8 @@ _TIME_TAGS = frozenset({"t"})
 _PRONOUNS = frozenset(["我", "你", "您", "他", "她", "它", "咱", "我们", "你们", "他们", "她们",
                        "它们", "咱们"])
 _PERSON_TAGS = frozenset({"nr", "nrfg", "nrt"})
+# jieba's tags of particles, modal words, interjections, onomatopoeia and what it cannot read.
+_FUNCTION_TAGS = frozenset({"u", "uj", "ul", "uz", "ug", "uv", "ud", "y", "e", "o", "zg", "x"})
 # Approximations between a number and its unit: 三百多克, 十几天, 五十余人, 二十来岁.
 _APPROXIMATE = frozenset("多余几来")
 _MEASURE_TAGS = frozenset({"q", "m"})  # jieba's measure words and numeral-like units (克, 吨)
@@ -314,14 +317,17 @@ def _words_in_place(x: str, y: str, a: str, b: str, lex: Lexicon) -> bool:
             and x in lex.segment(a) and y in lex.segment(b))
 
 
-def _adds_content(part: str, earlier: str, lex: Lexicon) -> bool:
+def _adds_content(part: str, earlier: str, common: Sequence[bool], lex: Lexicon) -> bool:
     """Whether `part`, added at an edge of the earlier text, is a clause of new content rather
-    than decoration: at least half as long as the earlier text in characters of its own (none
-    of the earlier text's bigrams), and carrying a content word. Repost comments, sign-offs and
-    source lines are short against what they wrap; an answer or a question added to a short
-    stock reply is not."""
-    own = sum(_own(part, earlier))
-    return own >= max(_MATERIAL_MIN, len(earlier) / 2) and _inserted_content(part, lex)
+    than decoration: at least half as long as the earlier text in characters of its own (in none
+    of the earlier text's bigrams, and not `common`: boilerplate the stream repeats, such as a
+    stock comment or lead-in), and carrying a content word. Repost comments, sign-offs and
+    source lines are short against what they wrap, or said by many messages; an answer or a
+    question added to a short stock reply is neither. Content: any word but particles, modal
+    words and interjections (哈哈哈哈 adds nothing)."""
+    own = sum(o and not c for o, c in zip(_own(part, earlier), common, strict=True))
+    return own >= max(_MATERIAL_MIN, len(earlier) / 2) and any(
+        tag not in _FUNCTION_TAGS for _, tag in lex.tagged_words(part))
 
 
 def _person(part: str, lex: Lexicon) -> bool:
@@ -358,7 +364,8 @@ def _unit_changed(a: str, b: str, span: tuple[str, int, int, int, int], lex: Lex
     return _unit_after_number(a, i1, i2, lex) or _unit_after_number(b, j1, j2, lex)
 
 
-def _added_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Lexicon) -> str:
+def _added_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Lexicon,
+                common: Sequence[bool] | None) -> str:
     """An inserted or deleted span: material at an edge or when long; inside, a digit (or a
     numeral next to another numeral: 二十 / 十) is a number, a negation a negation, and a content
     word inserted (a name, a noun, a verb) adds to what the text says."""
@@ -366,7 +373,8 @@ def _added_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Lexic
     text, start, end = (b, j1, j2) if op == "insert" else (a, i1, i2)
     part = text[start:end]
     edge = start == 0 or end == len(text)
-    if edge and op == "insert" and _adds_content(part, a, lex):
+    if edge and op == "insert" and common is not None and _adds_content(
+            part, a, common[start:end], lex):
         return "added"  # a clause of new content on a short text (an answer after a reply)
     if edge and not (len(part) == 1 and _is_negation(text, start, end, lex)):
         return "material"
@@ -463,8 +471,10 @@ def _reordered(a: str, b: str, spans: list[tuple[str, int, int, int, int]],
     return "reorder"
 
 
-def classify(a: str, b: str) -> list[Span]:
-    """Every span in which normalized text `b` differs from normalized text `a`, classified."""
+def classify(a: str, b: str, common: Sequence[bool] | None = None) -> list[Span]:
+    """Every span in which normalized text `b` differs from normalized text `a`, classified.
+    `common`: which characters of `b` the stream repeats (`commonness`); without it, what is
+    added at an edge is material."""
     lex = lexicon()
     spans = _contained(a, b) or [op for op in opcodes(a, b) if op[0] != "equal"]
     order = _reordered(a, b, spans, lex)
@@ -473,8 +483,8 @@ def classify(a: str, b: str) -> list[Span]:
     moved = _moved(a, b, spans, lex)
     out = []
     for n, span in enumerate(spans):
-        judge = _replaced_kind if span[0] == "replace" else _added_kind
-        kind = moved.get(n) or judge(a, b, span, lex)
+        kind = moved.get(n) or (_replaced_kind(a, b, span, lex) if span[0] == "replace"
+                                 else _added_kind(a, b, span, lex, common))
         out.append(Span(span[0], span[1], span[2], span[3], span[4], kind))
     if any(s.kind == "noise" for s in out):
         out = [Span(s.op, s.i1, s.i2, s.j1, s.j2, "noise") if s.kind in _NOISY else s for s in out]

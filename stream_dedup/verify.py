@@ -175,10 +175,11 @@ def _few_substitutions(a: str, b: str) -> bool:
     return differ <= max(2, len(a) // 10)
 
 
-def verify(a: str, b: str, settings: VerifySettings,
-           measured: Measured | None = None) -> Check:
+def verify(a: str, b: str, settings: VerifySettings, measured: Measured | None = None,
+           common: Sequence[bool] | None = None) -> Check:
     """Decide whether normalized text `b` is a near duplicate of normalized text `a`;
-    `measured` is their `similarity` when the caller has it already."""
+    `measured` is their `similarity` when the caller has it already, `common` which characters
+    of `b` the stream repeats (`commonness.Commonness`)."""
     if a == b:
         return Check(True, 1.0)
     if min(len(a), len(b)) < settings.min_chars:
@@ -191,7 +192,7 @@ def verify(a: str, b: str, settings: VerifySettings,
         how = "substitution"  # a short text with a typo or two loses too many bigrams
     if not how:
         return Check(False, score)
-    spans = classify(a, b)
+    spans = classify(a, b, common)
     changes = sorted({s.kind for s in spans} & settings.meaning_classes)
     if changes:
         return Check(False, score, ",".join(changes))

@@ -1,0 +1,88 @@
+"""What the stream says often: how many earlier messages carried each character trigram.
+
+Boilerplate is not evidence of copying and not new content: stock greetings and sign-offs,
+repost comments, lead-ins and templates are text that many messages of a stream carry. They are
+learnt from the stream itself, not listed: a count-min sketch counts, for every character
+trigram, the distinct messages that carried it (each message once; a copy counts only what it
+adds to its source, so copies of a text do not make it boilerplate, while a comment or lead-in
+that many copies add does), and a character of a message is *common* when a trigram over it had
+been carried by `min_messages` earlier messages. The meaning check reads the
+mask of a later text's common characters: a clause added at an edge of a short text is new content
+only in characters of its own that the stream does not repeat (`meaning._adds_content`).
+
+Counts age by generations: every `generation` messages the older of two sketches is cleared, so
+what the stream stopped saying is forgotten and the counters stay small. The sketch is a cache
+of the stream's statistics, not state: a restarted process learns it again from the stream.
+Messages are masked and counted one at a time in stream order, so the verdicts of a stream do not
+depend on how it is cut into batches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from . import fingerprint as fpr
+from .jit import compiled
+
+_WIDTH_BITS = 20  # counters per row: 2^20 (two rows of two generations: 8 MiB of uint16)
+_ROWS = 2
+_N = 3  # characters per counted n-gram
+
+
+class Commonness:
+    """A count-min sketch of trigram document frequencies over two generations."""
+
+    def __init__(self, min_messages: int, generation: int) -> None:
+        self.min_messages = min_messages
+        self.generation = generation
+        self.counted = 0
+        self._sketch = np.zeros((2, _ROWS, 1 << _WIDTH_BITS), np.uint16)
+
+    def hashes(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """The trigram hashes of each text (none for a text shorter than a trigram)."""
+        hashes, owners = fpr.ngram_hashes(fpr.Batch.of(texts), _N)
+        bounds = np.searchsorted(owners, np.arange(len(texts) + 1)).tolist()
+        return [hashes[bounds[t]:bounds[t + 1]] if len(text) >= _N else hashes[:0]
+                for t, text in enumerate(texts)]
+
+    def mask(self, grams: np.ndarray, length: int) -> np.ndarray:
+        """Which of a text's `length` characters are common, from its trigram `hashes`."""
+        return _mask(self._sketch, grams, length, self.min_messages)
+
+    def count(self, grams: np.ndarray) -> None:
+        """Count a message that carried these trigram `hashes` (each once; none: not counted)."""
+        if len(grams):
+            self.counted = _count(self._sketch, grams, self.counted, self.generation)
+
+
+@compiled
+def _mask(sketch: np.ndarray, grams: np.ndarray, length: int, min_messages: int) -> np.ndarray:
+    cells = np.uint64((1 << _WIDTH_BITS) - 1)
+    common = np.zeros(length, np.bool_)
+    for g in range(len(grams)):
+        seen = 1 << 30
+        for row in range(_ROWS):
+            cell = (grams[g] >> np.uint64(_WIDTH_BITS * row)) & cells
+            seen = min(seen, int(sketch[0, row, cell]) + int(sketch[1, row, cell]))
+        if seen >= min_messages:
+            common[g:g + _N] = True
+    return common
+
+
+@compiled
+def _count(sketch: np.ndarray, grams: np.ndarray, counted: int, generation: int) -> int:
+    if counted and counted % generation == 0:
+        sketch[0] = sketch[1]
+        sketch[1] = 0
+    cells = np.uint64((1 << _WIDTH_BITS) - 1)
+    ordered = np.sort(grams)
+    for k in range(len(ordered)):
+        if k and ordered[k] == ordered[k - 1]:
+            continue  # a message counts once per trigram
+        for row in range(_ROWS):
+            cell = (ordered[k] >> np.uint64(_WIDTH_BITS * row)) & cells
+            if sketch[1, row, cell] < 65535:
+                sketch[1, row, cell] += 1
+    return counted + 1
