@@ -51,8 +51,13 @@ class Commonness:
         """Which of a text's `length` characters are common, from its trigram `hashes`."""
         return _mask(self._sketch, grams, length, self.min_messages)
 
-    def count(self, grams: np.ndarray) -> None:
-        """Count a message that carried these trigram `hashes` (each once; none: not counted)."""
+    def learn(self, grams: np.ndarray, source: str | None) -> None:
+        """Count a message decided unique or near (exact copies add nothing) that carried these
+        trigram `hashes`: all of them, or of a near copy of `source`, those its source lacks (the
+        comment or lead-in it adds, not the text it copies: copies of a text do not make it
+        boilerplate)."""
+        if source is not None:
+            grams = np.setdiff1d(grams, self.hashes([source])[0])
         if len(grams):
             self.counted = _count(self._sketch, grams, self.counted, self.generation)
 

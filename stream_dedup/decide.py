@@ -119,6 +119,13 @@ def closest_verdict(message_id: str, text: str, fp: int, candidates: Sequence[Ca
     return unique(message_id, refused or apart, too_short)
 
 
+def source_text(verdict: Verdict, candidates: Sequence[Candidate]) -> str | None:
+    """The text of the candidate a near verdict matched (None for any other verdict)."""
+    if verdict.decision is not Decision.NEAR:
+        return None
+    return next(c.text for c in candidates if c.id == verdict.matched_id)
+
+
 def unique(message_id: str, related: tuple[str, str, int, float] | None,
            too_short: bool) -> Verdict:
     """The verdict of a message no candidate duplicates: related to the first candidate a

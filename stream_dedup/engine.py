@@ -43,6 +43,7 @@ from .decide import (
     empty_verdict,
     exact_verdict,
     rank_key,
+    source_text,
     unique,
 )
 from .docs import Doc, encode_doc, seq_key, ttl_key
@@ -376,7 +377,7 @@ class Engine:
                     ranked.append(Candidate(ident, text, fp, dist, next(measured)))
                 p.verdict = closest_verdict(p.msg.id, p.text, p.fp, ranked, vs, common)
             if sketch is not None:  # in order: the next message sees it
-                sketch.count(_own_grams(sketch, grams[n], p.verdict, ranked if cands else []))
+                sketch.learn(grams[n], source_text(p.verdict, ranked if cands else []))
 
     def _measure(self, near: list[_Pending], found: list[list[tuple[int, int]]],
                  entries: dict[int, tuple[str, str, int]]) -> list[verify.Measured]:
@@ -436,17 +437,6 @@ def _per_message(by_row: dict[int, list[tuple[int, int, int]]], owner: np.ndarra
             if best is None or rank_key(cand) < rank_key(best):
                 merged[i][cand[0]] = cand
     return [sorted(m.values(), key=rank_key)[:limit] for m in merged]
-
-
-def _own_grams(sketch: Commonness, grams: np.ndarray, verdict: Verdict,
-               candidates: list[Candidate]) -> np.ndarray:
-    """The trigrams a message brings to the stream's boilerplate counts: all of a unique one's;
-    of a near copy, those its source lacks (the comment or lead-in it adds, not the text it
-    copies: copies of a text do not make it boilerplate)."""
-    if verdict.decision is not Decision.NEAR:
-        return grams
-    source = next(c.text for c in candidates if c.id == verdict.matched_id)
-    return np.setdiff1d(grams, sketch.hashes([source])[0])
 
 
 def _replayed(first: Verdict) -> Verdict:

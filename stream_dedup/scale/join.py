@@ -29,6 +29,7 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from ..commonness import Commonness
 from ..config import Settings
 from ..decide import (
     Candidate,
@@ -38,6 +39,7 @@ from ..decide import (
     empty_verdict,
     exact_verdict,
     rank_key,
+    source_text,
 )
 from ..docs import Doc
 from ..features import FAMILIES
@@ -113,6 +115,11 @@ class Join:
         newest = store.get_many("meta", [_NEWEST])[0]
         self._max_ts = struct.unpack("<q", newest)[0] if newest else 0
         self._weights = anchor_weights(settings.index.anchor_postings)
+        vs = settings.verify
+        # The stream's boilerplate (`commonness`), learnt from the messages this partition
+        # decides, in the order it decides them; relearnt after a restart.
+        self.commonness = (Commonness(vs.boilerplate_messages, vs.boilerplate_generation)
+                           if "added" in vs.meaning_classes else None)
         warm_up()
 
     def add(self, originals: Sequence[Original], answers: Sequence[Answer]) -> list[Decided]:
@@ -192,7 +199,14 @@ class Join:
                                 self._settings.verify)
         candidates = [Candidate(h.message_id, h.text, h.fp, d, m)
                       for (d, h), m in zip(hits, measured, strict=True)]
-        return closest_verdict(o.message_id, o.text, o.fp, candidates, self._settings.verify)
+        sketch = self.commonness
+        grams = sketch.hashes([o.text])[0] if sketch is not None else None
+        common = sketch.mask(grams, len(o.text)) if sketch is not None and hits else None
+        verdict = closest_verdict(o.message_id, o.text, o.fp, candidates, self._settings.verify,
+                                  common)
+        if sketch is not None:  # in the order this partition decides its messages
+            sketch.learn(grams, source_text(verdict, candidates))
+        return verdict
 
     def _record(self, o: Original, verdict: Verdict, was_open: bool, writes: WriteSet) -> None:
         ident = o.message_id.encode()
