@@ -188,6 +188,18 @@ class Join:
                 elif a.kind != EXACT:
                     entry[1] += weight
                     entry[3][a.table] += 1
+        # The engine indexes only the first message of a text (its exact copies are decided by
+        # the exact stage and never posted); the shards index every message. Of candidates with
+        # one text, the first stands for them, with what they found together.
+        first: dict[str, list] = {}
+        for entry in sorted(found.values(), key=lambda e: (e[2].ts_ms, e[2].message_id.encode())):
+            kept = first.setdefault(entry[2].text, entry)
+            if kept is not entry:
+                if entry[0] >= 0 and (kept[0] < 0 or entry[0] < kept[0]):
+                    kept[0] = entry[0]
+                kept[1] = max(kept[1], entry[1])
+                kept[3] = [max(x, y) for x, y in zip(kept[3], entry[3], strict=True)]
+        found = {e[2].message_id: e for e in first.values()}
         need = anchor_need(o.anchors, self._settings.index.anchors_stored)[0].tolist()
         ranked = sorted(((rank_key((0, d, score)), (h.ts_ms, h.message_id.encode()), d, h)
                          for d, score, h, shared in found.values()

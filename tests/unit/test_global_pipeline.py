@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
-from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -153,32 +152,14 @@ def _dev_messages(limit: int) -> list[Message]:
     return [Message(str(r["id"]), r["text"], 1_000 + n) for n, r in enumerate(rows)]
 
 
-def test_three_stages_in_one_process_decide_as_file_mode() -> None:
+def test_three_stages_in_one_process_decide_as_file_mode(topology) -> None:
     """Shards and joins fed in total order decide exactly as the engine in file mode."""
     s = Settings()
     messages = _dev_messages(2000)
     engine = Engine(s, MemoryStore())
     expected = {v.id: v for n in range(0, len(messages), 500)
                 for v in engine.process(messages[n:n + 500])}
-    shards = [Shard(MemoryStore(), s) for _ in range(12)]
-    joins = [Join(MemoryStore(), s) for _ in range(6)]
-    prober = Prober(s)
-    got = {}
-    for n in range(0, len(messages), 500):
-        probes, originals, answers = defaultdict(list), defaultdict(list), defaultdict(list)
-        for p in prober.run(messages[n:n + 500]):
-            for probe in p.probes:
-                probes[partition_of(probe.shard_key, 12)].append(probe)
-            o = _original(p.message.id, len(p.probes), p.text, fp=p.fp, anchors=p.anchors,
-                          ts_ms=p.message.timestamp_ms)
-            originals[partition_of(o.message_id.encode(), 6)].append(o)
-        for part, batch in probes.items():
-            for a in shards[part].answer(batch):
-                answers[partition_of(a.message_id.encode(), 6)].append(a)
-        for part, join in enumerate(joins):
-            got.update((d.verdict.id, d.verdict) for d in join.add(originals[part],
-                                                                   answers[part]))
-    assert got == expected
+    assert topology(messages, s, 12, 6, 500) == expected
 
 
 def test_topology_topics_are_checked() -> None:

@@ -1,0 +1,51 @@
+"""Fixtures shared by the unit and property tests."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+
+import pytest
+
+from stream_dedup.config import Settings
+from stream_dedup.records import Message, Verdict
+from stream_dedup.scale.join import Join
+from stream_dedup.scale.prober import Prober
+from stream_dedup.scale.probes import Original, partition_of
+from stream_dedup.scale.shard import Shard
+from stream_dedup.state import MemoryStore
+
+Topology = Callable[[Sequence[Message], Settings, int, int, int], dict[str, Verdict]]
+
+
+def _topology(messages: Sequence[Message], settings: Settings, shards: int, joins: int,
+              batch: int) -> dict[str, Verdict]:
+    """The global scope's three stages in one process, fed in total order, batch by batch:
+    the verdict of every message by id."""
+    index = [Shard(MemoryStore(), settings) for _ in range(shards)]
+    decide = [Join(MemoryStore(), settings) for _ in range(joins)]
+    prober = Prober(settings)
+    got: dict[str, Verdict] = {}
+    for n in range(0, len(messages), batch):
+        probes, originals, answers = defaultdict(list), defaultdict(list), defaultdict(list)
+        for p in prober.run(messages[n:n + batch]):
+            for probe in p.probes:
+                probes[partition_of(probe.shard_key, shards)].append(probe)
+            m = p.message
+            o = Original(m.id, m.timestamp_ms, p.text, p.fp, len(p.probes), p.anchors, "in", 1,
+                         9, m.timestamp_ms, None, b"{}", ())
+            originals[partition_of(o.message_id.encode(), joins)].append(o)
+        for part, items in probes.items():
+            for a in index[part].answer(items):
+                answers[partition_of(a.message_id.encode(), joins)].append(a)
+        for part, join in enumerate(decide):
+            got.update((d.verdict.id, d.verdict) for d in join.add(originals[part],
+                                                                   answers[part]))
+    return got
+
+
+@pytest.fixture(scope="session")
+def topology() -> Topology:
+    """A pure function (each call builds its own stages): safe to share across the inputs of
+    a hypothesis test."""
+    return _topology
