@@ -491,6 +491,44 @@ def classify(a: str, b: str, common: Sequence[bool] | None = None) -> list[Span]
     return _changed_in_material(a, b, out, lex)
 
 
+# Spans that differ with evidence that they say the same: a slip of sound, shape or form, a
+# number written another way, a synonym.
+_EXPLAINED = frozenset({"typo", "form", "synonym"})
+# Terms of address and greetings that chat and comment lines put around what they say: a closed
+# class, like the particles and interjections jieba tags (`_FUNCTION_TAGS`).
+_ADDRESS = frozenset(["亲", "亲亲", "亲爱的", "您好", "你好", "客官", "在吗", "在的"])
+
+
+def unexplained(a: str, b: str, spans: list[Span]) -> int:
+    """Characters of the spans that differ without evidence (noise, edits, passages inside the
+    text): what a short copy may hold little of. Meaning changes count as explained (the pair is
+    aligned; its meaning check decides); so does material at the edges when the later text only
+    adds it (a wrapper, a comment) or only cuts it (a truncation), not when it cuts at one edge
+    and adds at another (two texts that only overlap)."""
+    edges = [s for s in spans if s.kind == "material" and _at_edge(a, b, s)]
+    one_way = all(s.op == "insert" for s in edges) or all(s.op == "delete" for s in edges)
+    return sum(max(s.i2 - s.i1, s.j2 - s.j1) for s in spans
+               if s.kind not in _EXPLAINED and s.kind not in MEANING_CLASSES
+               and not (one_way and s in edges))
+
+
+def decoration_only(a: str, b: str, spans: list[Span]) -> bool:
+    """Whether every span of a very short pair is a slip with evidence, a number's form, a
+    synonym, or particles, interjections and terms of address added or dropped (好的亲 / 好的呢亲,
+    返多少 / 返多少亲): what a few characters may differ by and still say the same."""
+    lex = lexicon()
+    for s in spans:
+        if s.kind in _EXPLAINED:
+            continue
+        if s.op == "replace":
+            return False
+        part = b[s.j1:s.j2] if s.op == "insert" else a[s.i1:s.i2]
+        if not all(tag in _FUNCTION_TAGS or word in _ADDRESS
+                   for word, tag in lex.tagged_words(part)):
+            return False
+    return True
+
+
 def _own(x: str, y: str) -> list[bool]:
     """Per character of `x`, whether it is content of x's own: a Chinese character that no
     character bigram of `y` covers. Text that `y` has elsewhere (a moved clause) is not; digits,

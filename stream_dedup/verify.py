@@ -24,7 +24,7 @@ import numpy as np
 
 from .config import VerifySettings
 from .jit import compiled
-from .meaning import added_passage, classify
+from .meaning import added_passage, classify, decoration_only, unexplained
 
 
 @dataclass(slots=True)  # not frozen: a frozen init costs 4x, made per pair
@@ -175,6 +175,29 @@ def _few_substitutions(a: str, b: str) -> bool:
     return differ <= max(2, len(a) // 10)
 
 
+def _short_pair(a: str, b: str, settings: VerifySettings) -> bool:
+    """Both texts short (`short_chars`) and of close length (`max_length_ratio`): one changed
+    character costs a short text two of its few bigrams, so bigram measures fail its copies."""
+    short, long_ = sorted((len(a), len(b)))
+    return long_ <= settings.short_chars and long_ <= short * settings.max_length_ratio
+
+
+def _very_short(a: str, b: str, score: float, settings: VerifySettings,
+                common: Sequence[bool] | None) -> Check:
+    """A pair with a text under `min_chars`: a near copy only when what differs is a slip with
+    evidence, a number's form, a synonym, or particles, interjections and terms of address (a
+    content word or a number changed makes it related); too little content for anything else."""
+    if not _short_pair(a, b, settings):
+        return Check(False, score, "short")
+    spans = classify(a, b, common)
+    changes = sorted({s.kind for s in spans} & settings.meaning_classes)
+    if changes:
+        return Check(False, score, ",".join(changes))
+    if decoration_only(a, b, spans):
+        return Check(True, score)
+    return Check(False, score, "short")
+
+
 def verify(a: str, b: str, settings: VerifySettings, measured: Measured | None = None,
            common: Sequence[bool] | None = None) -> Check:
     """Decide whether normalized text `b` is a near duplicate of normalized text `a`;
@@ -182,17 +205,22 @@ def verify(a: str, b: str, settings: VerifySettings, measured: Measured | None =
     of `b` the stream repeats (`commonness.Commonness`)."""
     if a == b:
         return Check(True, 1.0)
-    if min(len(a), len(b)) < settings.min_chars:
-        return Check(False, 0.0, "short")  # too little content: only an exact copy matches
     score, how, _ = measured or similarity(a, b, settings)
+    if min(len(a), len(b)) < settings.min_chars:
+        return _very_short(a, b, score, settings, common)
     excerpt = settings.min_excerpt_chars <= len(b) < len(a)  # the later text taken from inside
     if how == "contained" and not excerpt:
         return Check(False, score, "contained" if settings.related_contained else None)
+    spans = None
     if not how and _few_substitutions(a, b):
         how = "substitution"  # a short text with a typo or two loses too many bigrams
+    elif not how and _short_pair(a, b, settings):
+        spans = classify(a, b, common)
+        if 1 - unexplained(a, b, spans) / min(len(a), len(b)) >= settings.min_aligned:
+            how = "aligned"  # a short copy: what differs is explained, bigrams are too few
     if not how:
         return Check(False, score)
-    spans = classify(a, b, common)
+    spans = spans if spans is not None else classify(a, b, common)
     changes = sorted({s.kind for s in spans} & settings.meaning_classes)
     if changes:
         return Check(False, score, ",".join(changes))
