@@ -51,15 +51,13 @@ class Commonness:
         """Which of a text's `length` characters are common, from its trigram `hashes`."""
         return _mask(self._sketch, grams, length, self.min_messages)
 
-    def learn(self, grams: np.ndarray, source: str | None) -> None:
+    def learn(self, grams: np.ndarray, source: np.ndarray | None) -> None:
         """Count a message decided unique or near (exact copies add nothing) that carried these
-        trigram `hashes`: all of them, or of a near copy of `source`, those its source lacks (the
+        trigram `hashes`: all of them, or of a near copy, those its source's `hashes` lack (the
         comment or lead-in it adds, not the text it copies: copies of a text do not make it
         boilerplate)."""
-        if source is not None:
-            grams = np.setdiff1d(grams, self.hashes([source])[0])
-        if len(grams):
-            self.counted = _count(self._sketch, grams, self.counted, self.generation)
+        skip = np.sort(source) if source is not None else grams[:0]
+        self.counted = _count(self._sketch, grams, skip, self.counted, self.generation)
 
 
 @compiled
@@ -77,15 +75,26 @@ def _mask(sketch: np.ndarray, grams: np.ndarray, length: int, min_messages: int)
 
 
 @compiled
-def _count(sketch: np.ndarray, grams: np.ndarray, counted: int, generation: int) -> int:
+def _count(sketch: np.ndarray, grams: np.ndarray, skip: np.ndarray, counted: int,
+           generation: int) -> int:
+    """Count the distinct `grams` not in `skip` (sorted) as one message, when there are any."""
+    ordered = np.sort(grams)
+    new = np.ones(len(ordered), np.bool_)
+    for k in range(len(ordered)):
+        if k and ordered[k] == ordered[k - 1]:
+            new[k] = False  # a message counts once per trigram
+        else:
+            at = np.searchsorted(skip, ordered[k])
+            new[k] = not (at < len(skip) and skip[at] == ordered[k])
+    if not new.any():
+        return counted
     if counted and counted % generation == 0:
         sketch[0] = sketch[1]
         sketch[1] = 0
     cells = np.uint64((1 << _WIDTH_BITS) - 1)
-    ordered = np.sort(grams)
     for k in range(len(ordered)):
-        if k and ordered[k] == ordered[k - 1]:
-            continue  # a message counts once per trigram
+        if not new[k]:
+            continue
         for row in range(_ROWS):
             cell = (ordered[k] >> np.uint64(_WIDTH_BITS * row)) & cells
             if sketch[1, row, cell] < 65535:

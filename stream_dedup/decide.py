@@ -119,11 +119,12 @@ def closest_verdict(message_id: str, text: str, fp: int, candidates: Sequence[Ca
     return unique(message_id, refused or apart, too_short)
 
 
-def source_text(verdict: Verdict, candidates: Sequence[Candidate]) -> str | None:
-    """The text of the candidate a near verdict matched (None for any other verdict)."""
+def source_seq(verdict: Verdict, candidates: Sequence[Candidate],
+               seqs: Sequence[int]) -> int | None:
+    """Of `candidates` (at `seqs`), the seq of the one a near verdict matched, else None."""
     if verdict.decision is not Decision.NEAR:
         return None
-    return next(c.text for c in candidates if c.id == verdict.matched_id)
+    return next(q for c, q in zip(candidates, seqs, strict=True) if c.id == verdict.matched_id)
 
 
 def unique(message_id: str, related: tuple[str, str, int, float] | None,

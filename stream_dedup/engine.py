@@ -43,7 +43,7 @@ from .decide import (
     empty_verdict,
     exact_verdict,
     rank_key,
-    source_text,
+    source_seq,
     unique,
 )
 from .docs import Doc, encode_doc, seq_key, ttl_key
@@ -365,19 +365,24 @@ class Engine:
         measured = iter(self._measure(near, found, entries))
         vs = self.settings.verify
         sketch = self.commonness
-        grams = sketch.hashes([p.text for p in near]) if sketch is not None else []
-        for n, (p, cands) in enumerate(zip(near, found, strict=True)):
+        if sketch is not None:  # every text of the batch hashed at once: messages and sources
+            seqs = [p.seq for p in near]
+            seqs += [q for q in {q for cands in found for q, _ in cands} if q not in in_batch]
+            grams = dict(zip(seqs, sketch.hashes([entries[q][0] for q in seqs]), strict=True))
+        for p, cands in zip(near, found, strict=True):
+            source = None
             if not cands:
                 p.verdict = unique(p.msg.id, None, False)
             else:
-                common = sketch.mask(grams[n], len(p.text)) if sketch is not None else None
+                common = sketch.mask(grams[p.seq], len(p.text)) if sketch is not None else None
                 ranked = []
                 for seq, dist in cands:
                     text, ident, fp = entries[seq]
                     ranked.append(Candidate(ident, text, fp, dist, next(measured)))
                 p.verdict = closest_verdict(p.msg.id, p.text, p.fp, ranked, vs, common)
+                source = source_seq(p.verdict, ranked, [seq for seq, _ in cands])
             if sketch is not None:  # in order: the next message sees it
-                sketch.learn(grams[n], source_text(p.verdict, ranked if cands else []))
+                sketch.learn(grams[p.seq], None if source is None else grams[source])
 
     def _measure(self, near: list[_Pending], found: list[list[tuple[int, int]]],
                  entries: dict[int, tuple[str, str, int]]) -> list[verify.Measured]:

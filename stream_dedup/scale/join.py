@@ -39,7 +39,7 @@ from ..decide import (
     empty_verdict,
     exact_verdict,
     rank_key,
-    source_text,
+    source_seq,
 )
 from ..docs import Doc
 from ..features import FAMILIES
@@ -212,12 +212,13 @@ class Join:
         candidates = [Candidate(h.message_id, h.text, h.fp, d, m)
                       for (d, h), m in zip(hits, measured, strict=True)]
         sketch = self.commonness
-        grams = sketch.hashes([o.text])[0] if sketch is not None else None
-        common = sketch.mask(grams, len(o.text)) if sketch is not None and hits else None
+        grams = sketch.hashes(texts) if sketch is not None else []
+        common = sketch.mask(grams[0], len(o.text)) if sketch is not None and hits else None
         verdict = closest_verdict(o.message_id, o.text, o.fp, candidates, self._settings.verify,
                                   common)
         if sketch is not None:  # in the order this partition decides its messages
-            sketch.learn(grams, source_text(verdict, candidates))
+            source = source_seq(verdict, candidates, range(1, len(texts)))
+            sketch.learn(grams[0], None if source is None else grams[source])
         return verdict
 
     def _record(self, o: Original, verdict: Verdict, was_open: bool, writes: WriteSet) -> None:
