@@ -311,18 +311,18 @@ class Engine:
         seqs = np.fromiter((p.seq for p in near), dtype=np.uint64, count=len(near))
         # A message's anchors go with its first row (every message has one or more rows).
         if len(owner) == len(near):
-            first_row, row_anchors, row_posted = np.arange(len(near)), f.anchors, f.posted
-            families = f.families
+            first_row, row_anchors = np.arange(len(near)), f.anchors
+            families, posted = f.families, f.posted
         else:
             first_row = np.searchsorted(owner, np.arange(len(near)))
             row_anchors = [np.zeros(0, np.uint64)] * len(owner)
-            row_posted = [np.zeros(0, bool)] * len(owner)
             families = np.zeros((len(owner), f.families.shape[1]), np.int64)
+            posted = families.copy()
             for i, row in enumerate(first_row.tolist()):
-                row_anchors[row], row_posted[row] = f.anchors[i], f.posted[i]
-                families[row] = f.families[i]
+                row_anchors[row] = f.anchors[i]
+                families[row], posted[row] = f.families[i], f.posted[i]
         query = AnchorQuery(row_anchors, families, anchor_need(families, s.index.anchors_stored),
-                            self._weights, row_posted)
+                            self._weights, posted)
         found = probe.run(fps, seqs[owner], query, s.index.candidate_distance,
                           s.index.max_candidates)
         self.stats.candidates += found.considered

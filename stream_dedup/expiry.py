@@ -53,7 +53,7 @@ def expire(store: KVStore, settings: Settings, strategy: fpr.Strategy, layout: L
         f = features(texts, salts, strategy, settings.fingerprint, settings.index)  # as inserted
         remove_entries(store, layout, f.fps,
                        np.array([d.seq for d in indexed], dtype=np.uint64)[owner],
-                       [a[m] for a, m in zip(f.anchors, f.posted, strict=True)], writes)
+                       [f.posted_anchors(i) for i in range(len(indexed))], writes)
     hashes = [exact_key(d.text_hash) for d in docs]
     for d, key, value in zip(docs, hashes, store.get_many("exact", hashes), strict=True):
         if value is not None and struct.unpack(">Q", value[:8])[0] == d.seq:

@@ -48,9 +48,18 @@ class Features:
 
     fps: np.ndarray  # fingerprint rows
     owner: np.ndarray  # the message of each row, ascending
-    anchors: list[np.ndarray]  # per message: every anchor it looks up, family by family
-    posted: list[np.ndarray]  # per message: a mask over its anchors, those it is posted under
+    anchors: list[np.ndarray]  # per message: every anchor it looks up, family by family, each
+    # family ascending
     families: np.ndarray  # (messages, FAMILIES): how many anchors of each family a message has
+    posted: np.ndarray  # (messages, FAMILIES): under how many of each family's smallest it is
+    # posted
+
+    def posted_anchors(self, i: int) -> np.ndarray:
+        """The anchors message i is posted under."""
+        ends = self.families[i].cumsum()
+        return np.concatenate([self.anchors[i][end - count:end - count + posted]
+                               for count, end, posted
+                               in zip(self.families[i], ends, self.posted[i], strict=True)])
 
 
 def features(texts: Sequence[str], salts: np.ndarray, strategy: fpr.Strategy,
@@ -60,51 +69,41 @@ def features(texts: Sequence[str], salts: np.ndarray, strategy: fpr.Strategy,
     families = np.zeros((len(texts), FAMILIES), np.int64)
     if not index.anchors:
         empty = [_NONE] * len(texts)
-        return Features(*scope.apply(salts, fps, owner, empty), [_NONE.astype(bool)] * len(texts),
-                        families)
+        return Features(*scope.apply(salts, fps, owner, empty), families, families.copy())
     batch = fpr.Batch.of(texts)
     winnowed = fpr.anchors(batch, fingerprint.anchor_ngram, fingerprint.anchor_window)
     bigrams = _bigram_anchors(texts, index.short_chars)
     deletions = _deletion_keys(texts, index.very_short_chars)
-    stored = index.anchors_stored
-    anchors, posted = [], []
-    for i, (text, w, b, d) in enumerate(zip(texts, winnowed, bigrams, deletions, strict=True)):
-        families[i] = len(w), len(b), len(d)
-        anchors.append(np.concatenate([w, b, d]) if len(b) or len(d) else w)
-        posted.append(np.concatenate([_bottom(len(w), stored),
-                                      _bottom(len(b), stored) if len(text) <= index.short_chars
-                                      else np.zeros(len(b), bool),
-                                      np.ones(len(d), bool)]))
+    anchors = winnowed
+    families[:, WINNOWED] = np.fromiter(map(len, winnowed), np.int64, count=len(texts))
+    for i in {*bigrams, *deletions}:  # the few short texts: their other families after
+        anchors[i] = np.concatenate([winnowed[i], bigrams.get(i, _NONE), deletions.get(i, _NONE)])
+        families[i, BIGRAM] = len(bigrams.get(i, _NONE))
+        families[i, DELETION] = len(deletions.get(i, _NONE))
+    lengths = np.fromiter(map(len, texts), np.int64, count=len(texts))
+    stored = index.anchors_stored or np.iinfo(np.int64).max
+    posted = np.minimum(families, stored)
+    posted[lengths > index.short_chars, BIGRAM] = 0  # bigrams posted by short texts only
+    posted[:, DELETION] = families[:, DELETION]
     fps, anchors = scope.apply(salts, fps, owner, anchors)
-    return Features(fps, owner, anchors, posted, families)
+    return Features(fps, owner, anchors, families, posted)
 
 
-def _bottom(count: int, stored: int) -> np.ndarray:
-    """The mask of the `stored` smallest of `count` ascending keys (all when stored is 0)."""
-    mask = np.ones(count, bool)
-    if stored:
-        mask[stored:] = False
-    return mask
-
-
-def _bigram_anchors(texts: Sequence[str], short_chars: int) -> list[np.ndarray]:
-    """Distinct character bigram hashes, ascending, of each text up to twice `short_chars` long
-    (none for longer texts)."""
-    out = [_NONE] * len(texts)
-    if not short_chars:
-        return out
+def _bigram_anchors(texts: Sequence[str], short_chars: int) -> dict[int, np.ndarray]:
+    """Distinct character bigram hashes, ascending, of each text up to twice `short_chars` long,
+    by its index."""
     short = [i for i, t in enumerate(texts) if 1 < len(t) <= 2 * short_chars]
-    if short:
-        grams = fpr.anchors(fpr.Batch.of([texts[i] for i in short]), 2, 1)
-        for i, g in zip(short, grams, strict=True):
-            out[i] = np.sort(fpr.mix64(g ^ _BIGRAM_DOMAIN))
-    return out
+    if not short:
+        return {}
+    grams = fpr.anchors(fpr.Batch.of([texts[i] for i in short]), 2, 1)
+    return {i: np.sort(fpr.mix64(g ^ _BIGRAM_DOMAIN)) for i, g in zip(short, grams, strict=True)}
 
 
-def _deletion_keys(texts: Sequence[str], very_short_chars: int) -> list[np.ndarray]:
-    """Hashes of each text up to `very_short_chars` + 1 long and of its one-deletion variants
-    (distinct; a text one longer reaches the shorter text itself)."""
-    out = [_NONE] * len(texts)
+def _deletion_keys(texts: Sequence[str], very_short_chars: int) -> dict[int, np.ndarray]:
+    """Hashes, ascending, of each text up to `very_short_chars` + 1 long and of its
+    one-deletion variants (distinct; a text one longer reaches the shorter text itself), by its
+    index."""
+    out = {}
     for i, t in enumerate(texts):
         if 1 < len(t) <= very_short_chars + 1:
             variants = {t} | {t[:k] + t[k + 1:] for k in range(len(t))}

@@ -126,8 +126,9 @@ def _fetch(store: KVStore, cf: str, names: list[bytes],
 class AnchorQuery:
     """The anchors of a batch's rows and how their matches count.
 
-    Row i looks up all of `anchors[i]` (listed family by family, `families[i]` of each) and is
-    posted under those `posted[i]` marks (None: its `stored` smallest). A candidate found by
+    Row i looks up all of `anchors[i]` (listed family by family, `families[i]` of each, each
+    family ascending) and is posted under the `posted[i, f]` smallest of each family f (None: its
+    `stored` smallest, of one family). A candidate found by
     anchors alone qualifies when it shares `need[i, f]` anchors of some family f; candidates are
     ranked by the sum over shared anchors of `weights[seen]`, seen being how many earlier
     posters the lookup found under the anchor."""
@@ -136,7 +137,7 @@ class AnchorQuery:
     families: np.ndarray
     need: np.ndarray
     weights: np.ndarray
-    posted: list[np.ndarray] | None = None
+    posted: np.ndarray | None = None
 
 
 class BatchProbe:
@@ -243,11 +244,12 @@ class BatchProbe:
             return empty, np.zeros((0, width), np.int64), np.zeros(0, np.int64)
         flat = np.concatenate(anchors)
         owner_of = np.arange(len(anchors)).repeat(counts)
-        family = np.tile(np.arange(width), len(anchors)).repeat(query.families.ravel())
+        runs = query.families.ravel()  # one run of anchors per (message, family)
+        family = np.tile(np.arange(width), len(anchors)).repeat(runs)
+        rank = np.arange(len(flat)) - (runs.cumsum() - runs).repeat(runs)  # within its run
         if query.posted is not None:
-            posted = np.concatenate(query.posted)
-        else:  # each message's anchors ascending
-            rank = np.arange(len(flat)) - (counts.cumsum() - counts).repeat(counts)
+            posted = rank < query.posted.ravel().repeat(runs)
+        else:
             posted = rank < self._stored if self._stored else np.ones(len(flat), dtype=bool)
         order = _argsort(flat)
         uniq, inverse = _unique_inverse(flat, order)
@@ -271,8 +273,8 @@ class BatchProbe:
         group = np.zeros(len(ranked), np.int64)
         group[starts[1:]] = 1
         group = group.cumsum()
-        shared = np.zeros((len(starts), width), np.int64)
-        np.add.at(shared, (group, family[via[by_pair]]), 1)
+        shared = np.bincount(group * width + family[via[by_pair]],
+                             minlength=len(starts) * width).reshape(len(starts), width)
         score = np.add.reduceat(weight[via[by_pair]], starts) if len(starts) else np.zeros(
             0, np.int64)
         poster = order[posted[order]]  # by anchor, then position

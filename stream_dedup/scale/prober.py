@@ -61,9 +61,9 @@ class Prober:
         rows: dict[int, list[int]] = {}
         for row, i in enumerate(owner.tolist()):
             rows.setdefault(near[i], []).append(row)
-        anchors_of = dict(zip(near, zip(f.anchors, f.posted, f.families.tolist(), strict=True),
-                              strict=True))
-        none = (np.zeros(0, np.uint64), np.zeros(0, bool), [0] * FAMILIES)
+        anchors_of = dict(zip(near, zip(f.anchors, f.posted.tolist(), f.families.tolist(),
+                                        strict=True), strict=True))
+        none = (np.zeros(0, np.uint64), [0] * FAMILIES, [0] * FAMILIES)
         out = []
         for i, (m, text) in enumerate(zip(messages, texts, strict=True)):
             wanted: list[tuple[int, int, int, int, str]] = []  # kind, table, value, fp, text
@@ -77,8 +77,9 @@ class Prober:
             first_fp = int(fps[own[0]]) if own else 0
             mine, posted, families = anchors_of.get(i, none)
             family = np.arange(FAMILIES).repeat(families).tolist()
-            wanted += [(ANCHOR, f, a, first_fp, text) if post else (LOOKUP, f, a, 0, "")
-                       for a, post, f in zip(mine.tolist(), posted.tolist(), family, strict=True)]
+            rank = [r for count in families for r in range(count)]  # within its family
+            wanted += [(ANCHOR, f, a, first_fp, text) if r < posted[f] else (LOOKUP, f, a, 0, "")
+                       for a, f, r in zip(mine.tolist(), family, rank, strict=True)]
             probes = tuple(Probe(kind, table, value, m.timestamp_ms, m.id, n, fp, posted)
                            for n, (kind, table, value, fp, posted) in enumerate(wanted))
             out.append(Probed(m, text, first_fp, tuple(families), probes))
