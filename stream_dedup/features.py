@@ -72,7 +72,7 @@ def features(texts: Sequence[str], salts: np.ndarray, strategy: fpr.Strategy,
         return Features(*scope.apply(salts, fps, owner, empty), families, families.copy())
     batch = fpr.Batch.of(texts)
     winnowed = fpr.anchors(batch, fingerprint.anchor_ngram, fingerprint.anchor_window)
-    bigrams = _bigram_anchors(texts, index.short_chars)
+    bigrams = _bigram_anchors(texts, index.short_chars, 2 * index.anchors_stored)
     deletions = _deletion_keys(texts, index.very_short_chars)
     anchors = winnowed
     families[:, WINNOWED] = np.fromiter(map(len, winnowed), np.int64, count=len(texts))
@@ -89,14 +89,21 @@ def features(texts: Sequence[str], salts: np.ndarray, strategy: fpr.Strategy,
     return Features(fps, owner, anchors, families, posted)
 
 
-def _bigram_anchors(texts: Sequence[str], short_chars: int) -> dict[int, np.ndarray]:
+def _bigram_anchors(texts: Sequence[str], short_chars: int,
+                    longer: int) -> dict[int, np.ndarray]:
     """Distinct character bigram hashes, ascending, of each text up to twice `short_chars` long,
-    by its index."""
+    by its index: all of a short text's, the `longer` smallest of a longer one's (a short text
+    inside it posted its own smallest bigrams, which are among the smallest of the longer text's
+    too: a bottom-k sample of a superset keeps the bottom of the subset)."""
     short = [i for i, t in enumerate(texts) if 1 < len(t) <= 2 * short_chars]
     if not short:
         return {}
     grams = fpr.anchors(fpr.Batch.of([texts[i] for i in short]), 2, 1)
-    return {i: np.sort(fpr.mix64(g ^ _BIGRAM_DOMAIN)) for i, g in zip(short, grams, strict=True)}
+    out = {}
+    for i, g in zip(short, grams, strict=True):
+        keys = np.sort(fpr.mix64(g ^ _BIGRAM_DOMAIN))
+        out[i] = keys if len(texts[i]) <= short_chars or not longer else keys[:longer]
+    return out
 
 
 def _deletion_keys(texts: Sequence[str], very_short_chars: int) -> dict[int, np.ndarray]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import pickle
+import unicodedata
 from functools import cache, lru_cache
 from pathlib import Path
 
@@ -52,6 +53,7 @@ class Lexicon:
         import jieba.posseg
         import opencc
         from pypinyin import Style, pinyin
+        from pypinyin.pinyin_dict import pinyin_dict
 
         jieba.setLogLevel(60)
         jieba.initialize()
@@ -61,6 +63,7 @@ class Lexicon:
         self._cut = jieba.lcut
         self._pinyin = pinyin
         self._normal = Style.NORMAL
+        self._readings = pinyin_dict
         self._converters = [opencc.OpenCC(name) for name in _TO_SIMPLIFIED]
         self._japanese = opencc.OpenCC("jp2t")
         self._regional = opencc.OpenCC(_REGIONAL)
@@ -110,10 +113,10 @@ class Lexicon:
         lo = max(0, start - 3)
         at = lo
         found = []
-        for token in self._posseg(text[lo : end + 3]):
-            if at < end and at + len(token.word) > start and token.flag in tags:
-                found.append((token.word, token.flag))
-            at += len(token.word)
+        for word, tag in self.tagged_words(text[lo : end + 3]):
+            if at < end and at + len(word) > start and tag in tags:
+                found.append((word, tag))
+            at += len(word)
         return found
 
     @lru_cache(maxsize=1 << 12)  # noqa: B019 - one lexicon per process, never released
@@ -148,8 +151,12 @@ class Lexicon:
 
     @cache  # noqa: B019 - one lexicon per process, never released
     def readings(self, ch: str) -> frozenset[str]:
-        """Every toneless reading of a character (a non-Chinese character reads as itself)."""
-        return frozenset(self._pinyin(ch, heteronym=True, style=self._normal)[0])
+        """Every toneless reading of a character (a non-Chinese character reads as itself):
+        pypinyin's own table read directly, its tone marks taken off (ü kept apart as v)."""
+        found = self._readings.get(ord(ch))
+        if found is None:
+            return frozenset(self._pinyin(ch, heteronym=True, style=self._normal)[0])
+        return frozenset(_toneless(r) for r in found.split(","))
 
     def same_sound(self, x: str, y: str) -> bool:
         """Equally long, and each character of `x` shares a reading with the one of `y` in its
@@ -189,6 +196,12 @@ class Lexicon:
 
 
 ENTITY_TAGS = frozenset({"nr", "nrt", "nrfg", "ns", "nt", "nz"})
+
+
+def _toneless(reading: str) -> str:
+    """A pinyin reading without its tone mark: lǘ -> lv, háng -> hang."""
+    decomposed = unicodedata.normalize("NFD", reading).replace("u\u0308", "v")
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 def longest(words: list[str]) -> str:

@@ -92,6 +92,7 @@ _SWAP_MAX = 6  # characters: moved spans up to this long are words trading place
 _MATERIAL_MIN = 5  # characters: a longer span added or cut inside the text is material
 _TYPO_MAX = 2  # characters: the most a typo changes
 _INSIDE = 4  # characters: shared text on each side that puts a span inside a text, off its edges
+_NEIGHBOURHOOD = 6  # characters around a span whose segmentation decides the word that covers it
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 
 
@@ -278,7 +279,8 @@ def _replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Le
     whole = min(len(part_a), len(part_b)) >= 2  # typos replace a character, not a word
     if (name_a and name_b) or (whole and ((name_a and word_b_real) or (name_b and word_a_real))):
         return "entity"  # a name replaced by another name, or by another word
-    if _person(part_a, lex) and _person(part_b, lex) and not lex.synonyms(part_a, part_b):
+    if ((part_a in _PRONOUNS or part_b in _PRONOUNS) and _person(part_a, lex)
+            and _person(part_b, lex) and not lex.synonyms(part_a, part_b)):
         return "entity"  # another speaker or subject: 我 / 他, 我 / 陈鹏, 你们 / 老赵
     if min(len(part_a), len(part_b)) >= 2 and lex.names_at(a, i1, i2) and lex.names_at(b, j1, j2):
         return "entity"  # names the dictionary lacks, recognised by jieba's tagger
@@ -304,17 +306,33 @@ def _word_pairs(a: str, b: str, span: tuple[str, int, int, int, int],
             x, y = a[i1 - left : i2 + right], b[j1 - left : j2 + right]
             if i1 - left < 0 or j1 - left < 0 or x == y:
                 continue
-            if _words_in_place(x, y, a, b, lex):
+            if _words_in_place(x, y, (a, i1 - left, i2 + right), (b, j1 - left, j2 + right),
+                               lex):
                 found.append((x, y))
     return found
 
 
-def _words_in_place(x: str, y: str, a: str, b: str, lex: Lexicon) -> bool:
-    """Whether `x` of text `a` and `y` of text `b` are words there (see `_word_pairs`)."""
+def _words_in_place(x: str, y: str, at_a: tuple[str, int, int], at_b: tuple[str, int, int],
+                    lex: Lexicon) -> bool:
+    """Whether `x` (text, start, end of it in the earlier text) and `y` (in the later) are words
+    there (see `_word_pairs`): common dictionary words that the segmentation of their
+    neighbourhood (a few characters around: words do not reach further) cuts as words."""
     if len(x) == len(y) == 1:
         return lex.tags.get(x) == lex.tags.get(y) in ("n", "a")
     return (len(x) > 1 and len(y) > 1 and lex.is_common(x) and lex.is_common(y)
-            and x in lex.segment(a) and y in lex.segment(b))
+            and _cut_as_word(*at_a, lex) and _cut_as_word(*at_b, lex))
+
+
+def _cut_as_word(text: str, start: int, end: int, lex: Lexicon) -> bool:
+    lo = max(0, start - _NEIGHBOURHOOD)
+    at = lo
+    for word in lex.segment(text[lo:end + _NEIGHBOURHOOD]):
+        if at == start:
+            return at + len(word) == end
+        if at > start:
+            return False
+        at += len(word)
+    return False
 
 
 def _adds_content(part: str, earlier: str, common: Sequence[bool], lex: Lexicon) -> bool:

@@ -17,7 +17,6 @@ sorted distinct bigrams (`similarities`); `similarity` is that call on one pair.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -178,14 +177,14 @@ def _few_substitutions(a: str, b: str) -> bool:
 
 def _short_pair(a: str, b: str, settings: VerifySettings) -> bool:
     """Both texts short (`short_chars`), of close length (`max_length_ratio`) and sharing at
-    least half the characters of the shorter: one changed character costs a short text two of
+    least half the distinct characters of the shorter: one changed character costs a short text two of
     its few bigrams, so bigram measures fail its copies (a pair sharing fewer characters is
     not aligned: that would cost an alignment for nothing)."""
     short, long_ = sorted((len(a), len(b)))
     if long_ > settings.short_chars or long_ > short * settings.max_length_ratio:
         return False
-    shared = sum((Counter(a) & Counter(b)).values())
-    return 2 * shared >= short
+    shorter = a if len(a) == short else b
+    return 2 * len(set(a) & set(b)) >= len(set(shorter))
 
 
 def _very_short(a: str, b: str, score: float, settings: VerifySettings,
