@@ -20,7 +20,7 @@ from typing import Any, Literal, get_args, get_origin
 
 import yaml
 
-from .errors import ConfigError
+from .errors import ConfigError, ConfigFileError
 from .normalize import NormalizeSettings
 
 ENV_PREFIX = "STREAM_DEDUP__"
@@ -529,11 +529,15 @@ def load_config(path: str | Path | None, environ: Mapping[str, str] | None = Non
         try:
             text = Path(path).read_text(encoding="utf-8")
         except OSError as exc:
-            raise ConfigError(str(path), f"cannot read the config file: {exc.strerror}") from None
+            raise ConfigFileError(str(path),
+                                  f"cannot read the config file: {exc.strerror}") from None
         try:
             data = yaml.safe_load(text) or {}
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}" if mark else ""
-            raise ConfigError(str(path), f"not valid YAML{where}") from None
+            problem = getattr(exc, "problem", None) or "not valid YAML"
+            context = getattr(exc, "context", None)
+            detail = f"{context}, {problem}" if context else problem
+            raise ConfigFileError(str(path), f"not valid YAML ({detail})",
+                                  mark.line + 1 if mark else None) from None
     return settings_from_dict(data, environ)
