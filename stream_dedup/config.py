@@ -224,7 +224,7 @@ class TopologySettings:
 
 @dataclass(frozen=True, slots=True)
 class ScaleSettings:
-    """How `stream-dedup run` shares the work between processes (issue 7; README "Scaling").
+    """How `stream-dedup run` shares the work between processes (docs: "Scaling out").
 
     `process`: one index per process over every partition it consumes (run one process, or
     partition the feed so that copies share a partition). `key`: dedup within the message key;

@@ -1,7 +1,7 @@
 """The RocksDB store (rocksdict): one column family per table of `store.COLUMN_FAMILIES`.
 
 rocksdict raises bare exceptions; they are translated into `StateError` here and nowhere else.
-Options follow the measurements in shared/design: raw byte keys, a sized block cache with a Bloom
+Options chosen for a dedup workload: raw byte keys, a sized block cache with a Bloom
 filter per table (misses are the common case in dedup), index and filter blocks kept in that
 cache only together with the sized cache (without one, scans were 28x slower). The tables whose
 lookups mostly miss (anchors, blocks, ids) also keep a Bloom filter over their memtable: a miss
