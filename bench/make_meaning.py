@@ -2,7 +2,7 @@
 
     python bench/make_meaning.py --seed 11 -n 6000 -o bench/data/meaning.jsonl.gz
 
-Format and scoring of the dev stream (`stream-dedup eval`'s labelled format): one JSON object a line,
+The labelled format `stream-dedup eval` scores: one JSON object a line,
 ``{"id", "text", "cluster", "kind"}``, in arrival order. A message is a true duplicate when an
 earlier message has its cluster. `kind` is ``orig`` (a base sentence's first appearance),
 ``dup:<class>[+<class>]`` (a reprint of an earlier base, naming every edit it carries) or

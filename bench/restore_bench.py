@@ -1,5 +1,5 @@
-"""Restore time per million changelog records (`scope: key`; the per-shard figures of the scaling model), and a
-restart's time with and without the local checkpoint.
+"""Restore time per million changelog records (`scope: key`; the per-shard figures of the
+scaling model), and a restart's time with and without the local checkpoint.
 
     python bench/restore_bench.py --bootstrap 127.0.0.1:9092 [--records 1000000] [--keep]
 

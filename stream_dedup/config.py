@@ -194,7 +194,7 @@ class KafkaSettings:
     linger_ms: int = 5  # the producer gathers outputs this long into one request
     partitions: int = 6  # `topics create`: partitions of every topic it makes
     replication_factor: int = 1  # `topics create`
-    # Security (`kafka/security.py`; README "Security"). Passwords never live in this file: only
+    # Security (`kafka/security.py`; docs/security.md). Passwords never live in this file: only
     # the name of an environment variable or the path of a file (a Kubernetes secret) holding it.
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_SSL", "SASL_PLAINTEXT"] = "PLAINTEXT"
     sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = "SCRAM-SHA-512"
@@ -224,7 +224,7 @@ class TopologySettings:
 
 @dataclass(frozen=True, slots=True)
 class ScaleSettings:
-    """How `stream-dedup run` shares the work between processes (docs: "Scaling out").
+    """How `stream-dedup run` shares the work between processes (docs/scaling.md).
 
     `process`: one index per process over every partition it consumes (run one process, or
     partition the feed so that copies share a partition). `key`: dedup within the message key;
