@@ -243,7 +243,7 @@ def main() -> None:
     results.write("scale-global", f"Scope global on {args.input.name}, broker and every stage "
                   "process on this host.\n\n" + results.table(
                       [(n, *(f[n] for f in found.values())) for n in names],
-                      ("figure", *(f"{k} process(es)" for k in found))))
+                      ("figure", *found)))
 
 
 if __name__ == "__main__":

@@ -7,8 +7,10 @@
 #   4. a fresh real Kafka broker on 127.0.0.1:$TEST_KAFKA_PORT (default 19092, so a developer's
 #      broker on 9092 is left alone), stopped again on exit whatever happens
 #   5. ruff check stream_dedup tests bench
-#   6. python -m pytest (all tests; "no tests collected" counts as a failure)
-# Exit status: pytest's, or 1 when ruff or a setup step failed.
+#   6. mkdocs build --strict (the docs site, with the benchmark results it includes)
+#   7. python -m pytest (all tests; "no tests collected" counts as a failure)
+# At exit the broker is stopped and what this run put under deploy/.run is removed.
+# Exit status: pytest's, or 1 when ruff, the docs or a setup step failed.
 #
 # The tests see STREAM_DEDUP_KAFKA_BOOTSTRAP=127.0.0.1:$TEST_KAFKA_PORT and the KAFKA_PORT,
 # KAFKA_CONTROLLER_PORT, KAFKA_RUN_DIR of that broker, so `bash deploy/kafka.sh kill9|start`
@@ -105,6 +107,14 @@ ruff_rc=0
 ((ruff_rc == 0)) && echo "ruff: clean"
 
 # ---------------------------------------------------------------------------------------------
+section "docs (mkdocs build --strict)"
+docs_rc=0
+docs_out=$(mktemp -d)
+"$PYTHON" -m mkdocs build --strict --quiet --site-dir "$docs_out" || docs_rc=$?
+rm -rf "$docs_out"
+((docs_rc == 0)) && echo "docs: built"
+
+# ---------------------------------------------------------------------------------------------
 section "pytest (all tests)"
 pytest_rc=0
 "$PYTHON" -m pytest "$@" || pytest_rc=$?
@@ -114,12 +124,16 @@ if ((pytest_rc == 5)); then
   echo "pytest: no tests were collected (exit 5): counted as a failure"
   pytest_rc=1
 fi
-echo "ruff exit $ruff_rc, pytest exit $pytest_rc"
+echo "ruff exit $ruff_rc, docs exit $docs_rc, pytest exit $pytest_rc"
 if ((pytest_rc != 0)); then
   exit "$pytest_rc"
 fi
 if ((ruff_rc != 0)); then
   echo "ruff found problems (see above): failing"
+  exit 1
+fi
+if ((docs_rc != 0)); then
+  echo "the docs did not build (see above): failing"
   exit 1
 fi
 echo "all checks passed"
