@@ -432,7 +432,8 @@ def _dedup(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
         f"{total:,} records: {stats.decisions['unique']:,} unique, {stats.decisions['exact']:,} "
         f"exact, {stats.decisions['near']:,} near, {dead:,} dead letters, "
         f"{stats.replayed:,} replayed; dedup rate {dups / max(stats.messages, 1):.1%}; "
-        f"{total / max(elapsed, 1e-9):,.0f} msgs/s; Bloom filter {bloom.fill_ratio():.1%} full, "
+        f"{total / max(elapsed, 1e-9):,.0f} msgs/s over {elapsed:.1f} s (reading and writing "
+        f"included); Bloom filter {bloom.fill_ratio():.1%} full, "
         f"estimated false-positive rate {bloom.estimated_fpr():.2g}",
         file=sys.stderr,
     )
