@@ -110,7 +110,7 @@ ruff_rc=0
 section "docs (mkdocs build --strict)"
 docs_rc=0
 docs_out=$(mktemp -d)
-"$PYTHON" -m mkdocs build --strict --quiet --site-dir "$docs_out" || docs_rc=$?
+NO_MKDOCS_2_WARNING=1 "$PYTHON" -m mkdocs build --strict --site-dir "$docs_out" || docs_rc=$?
 rm -rf "$docs_out"
 ((docs_rc == 0)) && echo "docs: built"
 
