@@ -28,6 +28,8 @@ from stream_dedup.kafka.topics import LagWatch
 from stream_dedup.records import Message, Verdict
 from stream_dedup.state import MemoryStore, open_store
 
+REPO = Path(__file__).resolve().parents[2]
+
 
 def stream_lines(limit: int | None = None) -> tuple[str, list[bytes]]:
     """(name, lines) of the dev stream (tests/dev_stream.py), repeated with fresh ids until
