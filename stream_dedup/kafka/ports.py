@@ -52,6 +52,8 @@ class PortClaims:
             if bindable(port):
                 self._held[port] = handle
                 return port
+            with contextlib.suppress(OSError):
+                os.unlink(lock)  # ours while locked: no claim file is left for a port in use
             handle.close()
         raise ServiceError(f"no free port in {preferred}-{preferred + SEARCH - 1}")
 

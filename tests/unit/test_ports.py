@@ -1,4 +1,6 @@
 import socket
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -28,6 +30,9 @@ def test_a_port_claimed_elsewhere_or_in_use_is_skipped() -> None:
     finally:
         first.release()
         second.release()
+    left = [p.name for p in Path(tempfile.gettempdir()).glob("stream-dedup-port-*.lock")
+            if int(p.name.split("-")[-1].split(".")[0]) in range(a, b + 3)]
+    assert left == []  # neither the claims released nor the port found in use leave a file
 
 
 def test_a_released_port_can_be_claimed_again() -> None:
