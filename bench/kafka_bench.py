@@ -31,8 +31,7 @@ exact-dedup recipe as the anchor. Prints figures; it is not a timed test.
    the next, and the targets are absolute): the engine alone on the stream (records decoded
    here, batches of `kafka.poll_batch_size`, a fresh state, no Kafka: about what phase 1 could
    reach were Kafka free; its service normalizes beside the engine, a little more), and
-   `json.loads` of the records, against the ~500k/s that shared/design/measurements.md found on
-   this machine kind before the first line. Last, so that nothing it leaves in this process
+   `json.loads` of the records. Last, so that nothing it leaves in this process
    (state, caches, RocksDB's threads) can touch the phases measured.
 Without --bootstrap a broker is started with deploy/kafka.sh on port 39092 and stopped after,
 and before phase 1 it is warmed by `--warm-broker` passes of phases 1 and 2 (default 4, on
@@ -67,13 +66,14 @@ from collections.abc import Callable
 from contextlib import ExitStack, redirect_stdout
 from pathlib import Path
 
+import results as bench_results
 from kafka import KafkaConsumer, TopicPartition
 
 from stream_dedup.config import EngineSettings, KafkaSettings, Settings
 from stream_dedup.decode import decode
 from stream_dedup.engine import open_engine
 from stream_dedup.kafka.broker import LocalBroker
-from stream_dedup.kafka.demo import default_input, service_env
+from stream_dedup.kafka.demo import service_env
 from stream_dedup.kafka.produce import new_producer, send_lines
 from stream_dedup.kafka.retry import Backoff, Shutdown
 from stream_dedup.kafka.run import open_decider, quiet_kafka_logs
@@ -84,13 +84,10 @@ from stream_dedup.kafka.topics import admin, configured_topics, create_topics
 from stream_dedup.records import DeadLetter
 
 TTL_S = 24 * 3600
-# A broker started minutes ago is slower than one that has run a while, and a run without
-# --bootstrap starts one: its JVM still compiles its hot paths (600 methods during a first
-# latency phase, 130-400 in each of the next six), and on brokers started fresh and warmed by three
-# short runs the first two full runs missed the p99 target all four times, the broker and the
-# rest of the machine taking 0.88-0.92 cores at 2,000 msgs/s against 0.55-0.81 in the runs that
-# met it (README, session 13). A broker in production has run for days; the figures are of that
-# one. Each pass's figures are printed, none counted.
+# A broker started moments ago is slower than one that has run a while, and a run without
+# --bootstrap starts one: its JVM still compiles its hot paths during the first passes, which
+# then cost more CPU and show a higher p99. A broker in production has run for days; the figures
+# are of that one. Each warm-up pass's figures are printed, none counted.
 WARM_BROKER_PASSES = 4
 
 
@@ -141,8 +138,7 @@ def host(settings: Settings, lines: list[bytes]) -> dict[str, float]:
     figures = {"engine_msgs_per_s": len(messages) / alone, "json_loads_per_s": len(lines) / best}
     print(f"\n[4] this host now: the engine alone (no Kafka, one process, batches of {size:,}) "
           f"{figures['engine_msgs_per_s']:,.0f} msgs/s (about what [1] could reach were Kafka "
-          f"free); json.loads {figures['json_loads_per_s']:,.0f} records/s (~500,000 on this "
-          "machine kind in shared/design/measurements.md)")
+          f"free); json.loads {figures['json_loads_per_s']:,.0f} records/s")
     return figures
 
 
@@ -490,7 +486,7 @@ def phases(bootstrap: str, name: str, lines: list[bytes], args: argparse.Namespa
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--bootstrap", default=os.environ.get("STREAM_DEDUP_KAFKA_BOOTSTRAP"))
-    p.add_argument("--input", type=Path, default=default_input())
+    p.add_argument("--input", type=Path, default=bench_results.dev_stream())
     p.add_argument("--rate", type=float, default=2000.0, help="offered rate of phase 2")
     p.add_argument("--seconds", type=float, default=12.0,
                    help="length of phase 2 after its warm-up (0 skips the phase)")
@@ -539,7 +535,12 @@ def main(argv: list[str] | None = None) -> int:
                   f"{results['quix']['msgs_per_s']:,.0f} msgs/s (exact dedup of raw text): "
                   f"{results['throughput']['msgs_per_s'] / results['quix']['msgs_per_s']:.2f}x")
     results["host"] = host(Settings(), lines)
-    print(json.dumps({k: {n: round(v, 2) for n, v in r.items()} for k, r in results.items()}))
+    figures = {k: {n: round(v, 2) for n, v in r.items()} for k, r in results.items()}
+    print(json.dumps(figures))
+    bench_results.write("kafka", f"{args.input.name}, {len(lines):,} records; broker, service "
+                        f"and clients on this host's {os.cpu_count()} cores; phase 2 offered "
+                        f"{args.rate:,.0f} msgs/s for {args.seconds:g} s after a "
+                        f"{args.warmup:g} s warm-up.\n\n" + bench_results.nested_table(figures))
     return 0
 
 

@@ -2,7 +2,7 @@
 
     python bench/make_longtext.py --seed 11 -n 2400 -o bench/data/longtext.jsonl.gz
 
-Same format and scoring as the dev bench (`/work/shared/bench/README.md`); the text of a message
+The labelled format `stream-dedup eval` scores; the text of a message
 is its title line, then one line per paragraph. Too large to commit (~3 MB gzipped), so it is
 written to the git-ignored `bench/data/`, and `bench/compare_strategies.sh` rebuilds it; the same
 seed, corpus and script give the same bytes.

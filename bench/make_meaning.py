@@ -1,8 +1,8 @@
-"""Build the labelled stream of reprints and meaning-changing hard negatives (issue 8's acceptance).
+"""Build the labelled stream of reprints and meaning-changing hard negatives (meaning classes).
 
     python bench/make_meaning.py --seed 11 -n 6000 -o bench/data/meaning.jsonl.gz
 
-Format and scoring of the dev bench (`/work/shared/bench/README.md`): one JSON object a line,
+The labelled format `stream-dedup eval` scores: one JSON object a line,
 ``{"id", "text", "cluster", "kind"}``, in arrival order. A message is a true duplicate when an
 earlier message has its cluster. `kind` is ``orig`` (a base sentence's first appearance),
 ``dup:<class>[+<class>]`` (a reprint of an earlier base, naming every edit it carries) or
@@ -72,7 +72,7 @@ who or where, whether it happened, its direction, or who did what to whom — is
 Where the labels are arguable (also in `bench/data/README.md`):
 - `date`: a changed dateline (新华社北京1月3日电), a year in a title (《1996年电信法》) or a
   time word in a sentence whose news does not hang on it; `neg:date` all the same. A feed may
-  treat 今天→昨天 as the same story (issue 8 makes each class configurable).
+  treat 今天→昨天 as the same story (each class is configurable: `verify.related_*`).
 - `number`: a changed numeral in a set phrase or a rounded figure (三千多名 → 五千多名) is counted
   as other news even where a reader would shrug.
 - `entity`: a changed photographer or reporter credit; an entity in a long list. The replacement is

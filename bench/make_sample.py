@@ -2,7 +2,7 @@
 
     python bench/make_sample.py --seed 7 -n 3000 -o stream_dedup/data/sample.jsonl.gz
 
-Same format and scoring as the dev bench (`/work/shared/bench/README.md`): one JSON object a line,
+The labelled format `stream-dedup eval` scores: one JSON object a line,
 ``{"id", "text", "cluster", "kind"}``, in arrival order; a message is a true duplicate when an
 earlier message has its cluster. It exists so that `stream-dedup eval` runs out of the box and so
 the engine meets text that is not the dev bench's.

@@ -1,10 +1,10 @@
-"""Restore time per million changelog records (`scope: key`; issue 7's per-shard figures), and a
-restart's time with and without the local checkpoint.
+"""Restore time per million changelog records (`scope: key`; the per-shard figures of the
+scaling model), and a restart's time with and without the local checkpoint.
 
     python bench/restore_bench.py --bootstrap 127.0.0.1:9092 [--records 1000000] [--keep]
 
 Fills one partition of a fresh compacted changelog topic with what the engine really writes:
-the dev stream (`../shared/bench/reviews-dev.jsonl.gz`, else the shipped sample), repeated with
+the dev stream (`STREAM_DEDUP_DEV_STREAM`, else the shipped sample), repeated with
 fresh ids and a round marker in the text until `--records` changelog records were sent, decided
 by an `Engine` on a RocksDB store wrapped in a `ChangelogStore`. So the record sizes and the mix
 (docs, ids, ttl, exact, bucket and anchor rewrites, counters) are the engine's own. Then it
@@ -32,7 +32,8 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
+
+import results
 
 from stream_dedup.config import KafkaSettings, Settings
 from stream_dedup.decode import decode
@@ -48,15 +49,12 @@ from stream_dedup.scale.changelog import (
 )
 from stream_dedup.state import COLUMN_FAMILIES, open_store
 
-REPO = Path(__file__).resolve().parents[1]
-DEV_STREAM = REPO.parent / "shared" / "bench" / "reviews-dev.jsonl.gz"
-SAMPLE = REPO / "stream_dedup" / "data" / "sample.jsonl.gz"
 MAX_RECORD_BYTES = 8 << 20
 
 
 def messages(settings: Settings) -> Iterator[Message]:
     """The stream, then again with fresh ids and texts marked by round, without end."""
-    path = DEV_STREAM if DEV_STREAM.is_file() else SAMPLE
+    path = results.dev_stream()
     with gzip.open(path, "rb") as f:
         base = [json.loads(line) for line in f if line.strip()]
     rounds = 0
@@ -111,6 +109,10 @@ def restart(settings: Settings, topic: str, state: str) -> tuple[float, int, flo
         producer.close()
 
 
+def path_name() -> str:
+    return results.dev_stream().name
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bootstrap", default="127.0.0.1:9092")
@@ -149,6 +151,20 @@ def main(argv: list[str] | None = None) -> int:
                   f"{report.seconds:.1f} + engine {open_s:.1f}); with checkpoint: "
                   f"{sync_s + engine_s:.2f} s (checkpoint check and tail of {tail} records "
                   f"{sync_s:.2f} + engine {engine_s:.2f})")
+            results.write("restore", f"One partition of the engine's own writes on "
+                          f"{path_name()}: {decided:,} messages.\n\n" + results.table([
+                ("changelog records", sent),
+                ("changelog records per message", round(sent / decided, 1)),
+                ("bytes per record (key + value)", round(report.bytes / report.records)),
+                ("restore, records/s", round(report.records / report.seconds)),
+                ("restore, s per million records", round(per_million, 1)),
+                ("live keys per message (what compaction keeps)",
+                 round(sum(live.values()) / decided, 1)),
+                ("engine open after restore (Bloom rebuilt), s", round(open_s, 2)),
+                ("restart without checkpoint, s", round(report.seconds + open_s, 1)),
+                ("restart with checkpoint, s", round(sync_s + engine_s, 2)),
+                ("clean close that writes the checkpoint, s", round(close_s, 2)),
+            ], ("figure", "value")))
     finally:
         if not args.keep:
             with admin(settings.kafka) as client:

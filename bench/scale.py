@@ -17,6 +17,7 @@ import tempfile
 import time
 
 import numpy as np
+import results
 
 from stream_dedup.config import Settings
 from stream_dedup.engine import LOOKUPS_ONLY
@@ -77,6 +78,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="stream-dedup-scale-") as tmp:
         store = open_store("rocksdb", args.state or f"{tmp}/state", lookups_only=LOOKUPS_ONLY)
         stored = 0
+        rows: list[tuple[int, float, float, float, float]] = []
         print(f"layout {args.layout} k={args.k}: {len(layout.tables)} tables")
         print(f"{'stored':>12} {'us/query':>9} {'cand/query':>11} {'us/cand':>8} "
               f"{'RSS MiB':>8} {'bytes/msg':>10}")
@@ -91,7 +93,13 @@ def main() -> None:
             print(f"{stored:>12,} {per_query * 1e6:>9.1f} {cands:>11.1f} "
                   f"{per_query * 1e6 / max(cands, 1):>8.3f} {rss:>8.0f} "
                   f"{store.disk_bytes() / stored:>10.1f}", flush=True)
+            rows.append((stored, round(per_query * 1e6, 1), round(cands, 1), round(rss),
+                         round(store.disk_bytes() / stored, 1)))
         store.close()
+    results.write("index-scale", f"Layout {args.layout}, k = {args.k}: {len(layout.tables)} "
+                  f"tables; {args.queries:,} random queries at each size.\n\n" + results.table(
+                      rows, ("stored", "µs/query", "entries compared/query", "peak RSS MiB",
+                             "state bytes/fingerprint")))
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ import time
 import uuid
 from pathlib import Path
 
+import results
 from kafka import KafkaConsumer, TopicPartition
 
 from stream_dedup.config import KafkaSettings, Settings
@@ -45,8 +46,6 @@ from stream_dedup.scale.probes import unpack_probes
 from stream_dedup.state import MemoryStore
 from stream_dedup.state.rocksdb import RocksStore
 
-REPO = Path(__file__).resolve().parents[1]
-DEV = REPO.parent / "shared" / "bench" / "reviews-dev.jsonl.gz"
 STAGES = ("fingerprint", "index", "decide")
 INDEX_FAMILIES = ("exact", "blocks", "anchors", "ids")
 
@@ -220,7 +219,7 @@ def measure_index(k: KafkaSettings, topic: str, partitions: int, into: Path) -> 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--bootstrap", default=os.environ.get("STREAM_DEDUP_KAFKA_BOOTSTRAP"))
-    p.add_argument("--input", type=Path, default=DEV)
+    p.add_argument("--input", type=Path, default=results.dev_stream())
     p.add_argument("--processes", type=int, nargs="+", default=[1, 2])
     p.add_argument("--limit", type=int, help="first N messages only")
     p.add_argument("--json", action="store_true")
@@ -229,15 +228,22 @@ def main() -> None:
         p.error("--bootstrap (or STREAM_DEDUP_KAFKA_BOOTSTRAP) is required")
     with gzip.open(args.input, "rb") as f:
         lines = [line.rstrip(b"\n") for line in f if line.strip()][: args.limit]
+    found: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="scale-bench-") as work:
         for processes in args.processes:
             figures = run(args.bootstrap, lines, processes, Path(work))
+            found[f"{processes} per stage"] = figures
             if args.json:
                 print(json.dumps(figures))
                 continue
             print(f"\n{processes} process(es) per stage, {figures['messages']:,} messages")
             for key, value in figures.items():
                 print(f"  {key:34} {value:,.2f}")
+    names = list(next(iter(found.values())))
+    results.write("scale-global", f"Scope global on {args.input.name}, broker and every stage "
+                  "process on this host.\n\n" + results.table(
+                      [(n, *(f[n] for f in found.values())) for n in names],
+                      ("figure", *found)))
 
 
 if __name__ == "__main__":

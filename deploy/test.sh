@@ -7,8 +7,10 @@
 #   4. a fresh real Kafka broker on 127.0.0.1:$TEST_KAFKA_PORT (default 19092, so a developer's
 #      broker on 9092 is left alone), stopped again on exit whatever happens
 #   5. ruff check stream_dedup tests bench
-#   6. python -m pytest (all tests; "no tests collected" counts as a failure)
-# Exit status: pytest's, or 1 when ruff or a setup step failed.
+#   6. mkdocs build --strict (the docs site, with the benchmark results it includes)
+#   7. python -m pytest (all tests; "no tests collected" counts as a failure)
+# At exit the broker is stopped and what this run put under deploy/.run is removed.
+# Exit status: pytest's, or 1 when ruff, the docs or a setup step failed.
 #
 # The tests see STREAM_DEDUP_KAFKA_BOOTSTRAP=127.0.0.1:$TEST_KAFKA_PORT and the KAFKA_PORT,
 # KAFKA_CONTROLLER_PORT, KAFKA_RUN_DIR of that broker, so `bash deploy/kafka.sh kill9|start`
@@ -26,6 +28,11 @@ export KAFKA_RUN_DIR=${TEST_KAFKA_RUN_DIR:-$REPO_ROOT/deploy/.run/test-kafka-$KA
 export STREAM_DEDUP_KAFKA_BOOTSTRAP="127.0.0.1:$KAFKA_PORT"
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore PYTHONUNBUFFERED=1
 
+# What deploy/.run held before this run: anything new in it (the test broker's data, the tests'
+# Prometheus folders) is removed at exit, so a run leaves no broker data behind.
+RUN_ROOT=$REPO_ROOT/deploy/.run
+mapfile -t RUN_BEFORE < <(ls -A "$RUN_ROOT" 2>/dev/null || true)
+
 START=$SECONDS
 STEP_START=$SECONDS
 BROKER_STARTED=0
@@ -40,6 +47,15 @@ section() {
 
 fail() { printf '\ntest.sh: FAILED: %s\n' "$*" >&2; exit 1; }
 
+clean_run_dir() {
+  local entry
+  [[ -d $RUN_ROOT ]] || return 0
+  for entry in $(ls -A "$RUN_ROOT"); do
+    [[ " ${RUN_BEFORE[*]} " == *" $entry "* ]] || rm -rf -- "${RUN_ROOT:?}/$entry"
+  done
+  rmdir "$RUN_ROOT" 2>/dev/null || true
+}
+
 on_exit() {
   local rc=$?
   if ((BROKER_STARTED)); then
@@ -51,6 +67,7 @@ on_exit() {
     fi
     bash deploy/kafka.sh stop || true
   fi
+  clean_run_dir
   printf '\ntest.sh: exit %s after %s s\n' "$rc" "$((SECONDS - START))"
   exit "$rc"
 }
@@ -62,46 +79,8 @@ printf 'test.sh: %s, %s, CI=%s\n' "$("$PYTHON" --version 2>&1)" "$(uname -srm)" 
 
 # ---------------------------------------------------------------------------------------------
 section "Debian packages (kcat, prometheus, java, maven; only the missing ones)"
-need=()
-command -v kcat >/dev/null || need+=(kcat)
-{ command -v prometheus >/dev/null && command -v promtool >/dev/null; } || need+=(prometheus)
-command -v java >/dev/null || need+=(openjdk-17-jre-headless)
-command -v mvn >/dev/null || need+=(maven)
-if ((${#need[@]} == 0)); then
-  echo "all present: $(command -v kcat) $(command -v prometheus) $(command -v java) $(command -v mvn)"
-else
-  as_root=()
-  if ((EUID != 0)); then
-    command -v sudo >/dev/null || fail "need root or sudo to apt-get install ${need[*]}"
-    as_root=(sudo)
-  fi
-  echo "installing: ${need[*]}"
-  # Package installs must not start system services (prometheus would take port 9090):
-  # Debian's policy-rc.d convention, added for the install only where the image has none.
-  policy=/usr/sbin/policy-rc.d
-  added_policy=0
-  if [[ ! -e $policy ]]; then
-    printf '#!/bin/sh\nexit 101\n' | "${as_root[@]}" tee "$policy" >/dev/null
-    "${as_root[@]}" chmod 755 "$policy"
-    added_policy=1
-  fi
-  apt_log=$(mktemp)
-  apt_rc=0
-  {
-    "${as_root[@]}" apt-get update -qq &&
-      "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
-        apt-get install -y -qq --no-install-recommends "${need[@]}"
-  } >"$apt_log" 2>&1 || apt_rc=$?
-  if ((added_policy)); then "${as_root[@]}" rm -f "$policy"; fi
-  if ((apt_rc != 0)); then
-    tail -n 40 "$apt_log" >&2
-    fail "apt-get install ${need[*]} (exit $apt_rc)"
-  fi
-  rm -f "$apt_log"
-  for tool in kcat prometheus promtool java mvn; do
-    command -v "$tool" >/dev/null || fail "$tool still missing after apt-get install"
-  done
-fi
+bash deploy/packages.sh kcat prometheus promtool java mvn || fail "installing the Debian packages"
+echo "present: $(command -v kcat) $(command -v prometheus) $(command -v java) $(command -v mvn)"
 kcat -V 2>&1 | head -n 1 || true
 prometheus --version 2>&1 | head -n 1 || true
 
@@ -128,6 +107,14 @@ ruff_rc=0
 ((ruff_rc == 0)) && echo "ruff: clean"
 
 # ---------------------------------------------------------------------------------------------
+section "docs (mkdocs build --strict)"
+docs_rc=0
+docs_out=$(mktemp -d)
+NO_MKDOCS_2_WARNING=1 "$PYTHON" -m mkdocs build --strict --site-dir "$docs_out" || docs_rc=$?
+rm -rf "$docs_out"
+((docs_rc == 0)) && echo "docs: built"
+
+# ---------------------------------------------------------------------------------------------
 section "pytest (all tests)"
 pytest_rc=0
 "$PYTHON" -m pytest "$@" || pytest_rc=$?
@@ -137,12 +124,16 @@ if ((pytest_rc == 5)); then
   echo "pytest: no tests were collected (exit 5): counted as a failure"
   pytest_rc=1
 fi
-echo "ruff exit $ruff_rc, pytest exit $pytest_rc"
+echo "ruff exit $ruff_rc, docs exit $docs_rc, pytest exit $pytest_rc"
 if ((pytest_rc != 0)); then
   exit "$pytest_rc"
 fi
 if ((ruff_rc != 0)); then
   echo "ruff found problems (see above): failing"
+  exit 1
+fi
+if ((docs_rc != 0)); then
+  echo "the docs did not build (see above): failing"
   exit 1
 fi
 echo "all checks passed"

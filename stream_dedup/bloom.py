@@ -289,9 +289,8 @@ class RollingBloom:
     ) -> npt.NDArray[np.bool_]:
         # Every row is a live generation (rows rotated in are zero and never match). Probe by
         # probe over the (row, key) pairs whose bits were all set so far: a pair leaves at its
-        # first clear bit, so a new key costs about 1 / (1 - fill) probes a row, not k. 1000 keys,
-        # k = 9, 4 rows: 0.08-0.1 µs a key with empty rows, 0.22-0.25 µs at fill 0.5 (gathering
-        # all k probes of each row: 0.43-0.5 µs).
+        # first clear bit, so a new key costs about 1 / (1 - fill) probes a row, not k: about
+        # half the cost of gathering all k probes of each row at the design fill of 0.5.
         n = word.shape[1]
         words = self.sizing.words_per_generation
         bits = self._bits.reshape(-1)  # a view: the bits are made C-contiguous, written in place
@@ -352,8 +351,8 @@ class RollingBloom:
 
 def _or_at(bits: npt.NDArray[np.uint64], index: npt.NDArray[np.intp],
            masks: npt.NDArray[np.uint64]) -> None:
-    """`np.bitwise_or.at(bits, index, masks)`, the same bits at a quarter of the cost (1000 keys,
-    k = 9, a 22 MB row: 0.17 µs a key, `bitwise_or.at` 0.63): one gather, OR and scatter. A word
+    """`np.bitwise_or.at(bits, index, masks)`, the same bits at a fraction of the cost
+    (`ufunc.at` is unbuffered and slow): one gather, OR and scatter. A word
     indexed more than once keeps one of its masks from the scatter; the masks it lost are ORed
     in again (a dozen words a batch)."""
     bits[index] = bits.take(index) | masks

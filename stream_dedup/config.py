@@ -20,7 +20,7 @@ from typing import Any, Literal, get_args, get_origin
 
 import yaml
 
-from .errors import ConfigError
+from .errors import ConfigError, ConfigFileError
 from .normalize import NormalizeSettings
 
 ENV_PREFIX = "STREAM_DEDUP__"
@@ -208,7 +208,7 @@ class KafkaSettings:
     linger_ms: int = 5  # the producer gathers outputs this long into one request
     partitions: int = 6  # `topics create`: partitions of every topic it makes
     replication_factor: int = 1  # `topics create`
-    # Security (`kafka/security.py`; README "Security"). Passwords never live in this file: only
+    # Security (`kafka/security.py`; docs/security.md). Passwords never live in this file: only
     # the name of an environment variable or the path of a file (a Kubernetes secret) holding it.
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_SSL", "SASL_PLAINTEXT"] = "PLAINTEXT"
     sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = "SCRAM-SHA-512"
@@ -238,7 +238,7 @@ class TopologySettings:
 
 @dataclass(frozen=True, slots=True)
 class ScaleSettings:
-    """How `stream-dedup run` shares the work between processes (issue 7; README "Scaling").
+    """How `stream-dedup run` shares the work between processes (docs/scaling.md).
 
     `process`: one index per process over every partition it consumes (run one process, or
     partition the feed so that copies share a partition). `key`: dedup within the message key;
@@ -549,11 +549,15 @@ def load_config(path: str | Path | None, environ: Mapping[str, str] | None = Non
         try:
             text = Path(path).read_text(encoding="utf-8")
         except OSError as exc:
-            raise ConfigError(str(path), f"cannot read the config file: {exc.strerror}") from None
+            raise ConfigFileError(str(path),
+                                  f"cannot read the config file: {exc.strerror}") from None
         try:
             data = yaml.safe_load(text) or {}
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}" if mark else ""
-            raise ConfigError(str(path), f"not valid YAML{where}") from None
+            problem = getattr(exc, "problem", None) or "not valid YAML"
+            context = getattr(exc, "context", None)
+            detail = f"{context}, {problem}" if context else problem
+            raise ConfigFileError(str(path), f"not valid YAML ({detail})",
+                                  mark.line + 1 if mark else None) from None
     return settings_from_dict(data, environ)

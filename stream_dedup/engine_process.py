@@ -3,18 +3,15 @@ decodes, routes and sends the others (`engine.process: child`, the default; `inl
 the service's process).
 
 In one process the engine and the Kafka clients' per-record work (fetch, decode, route, send)
-take turns on one core, whatever the machine has. Side by side on 2 shared cores
-(bench/kafka_bench.py, runs alternating, README "Measured") the service decided the broker's
-backlog at a median 15.8k msgs/s with the engine in a child against 11.7k in one process, and a
-live feed's p99 at 2,000 msgs/s was no higher with it (median 63 ms against 66). With the
-producer on librdkafka the engine is the busier of the two, so the parent also normalizes each
-batch's texts (`prepare`, while the child decides the batch before): ~12% of the child's work a
-message moves to the other core.
+take turns on one core, whatever the machine has; in two, a backlog is decided faster and a live
+feed's latency is no worse (docs: "Benchmarks"). With the producer on librdkafka the engine is
+the busier of the two, so the parent also normalizes each batch's texts (`prepare`, while the
+child decides the batch before), moving part of the child's work to the other core.
 
 The child is spawned (it inherits none of the parent's threads or sockets), opens the state and
 decides the batches it is given, in order: each batch's verdicts come back after its state write
 is durable, as from `Engine.process`, with the engine's running totals. Messages and verdicts
-cross the pipe as tuples (pickling the dataclasses cost 8.5 and 4.9 µs a message, tuples 2.4).
+cross the pipe as tuples, which pickle several times faster than the dataclasses.
 
 Lifetime: the child ignores SIGINT and SIGTERM (a Ctrl-C reaches the whole process group; the
 parent finishes the batch and then closes the child, which closes the state). A parent that dies

@@ -36,6 +36,19 @@ class ConfigError(StreamDedupError):
         super().__init__(text)
 
 
+class ConfigFileError(ConfigError):
+    """The config file itself cannot be read or parsed: named by file and line, since no key
+    can be blamed."""
+
+    def __init__(self, path: str, problem: str, line: int | None = None) -> None:
+        where = f"{path} line {line}" if line is not None else path
+        super().__init__(path, problem)
+        self.args = (f"{where}: {problem}",)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
 class InputError(StreamDedupError):
     """An input file cannot be opened or decoded as a whole."""
 

@@ -45,3 +45,18 @@ def input_size(path: str | Path) -> int | None:
         return os.path.getsize(path) if str(path) != "-" else None
     except OSError:
         return None
+
+
+def count_lines(path: str | Path) -> int | None:
+    """Lines of a file (a pass over it, decompressed), for a progress bar's time left; None when
+    it cannot be read (the run itself then reports why)."""
+    try:
+        with open_input(path) as stream:
+            count = 0
+            last = b"\n"
+            while chunk := stream.read(1 << 20):
+                count += chunk.count(b"\n")
+                last = chunk[-1:]
+            return count + (last != b"\n")
+    except (InputError, OSError, EOFError, gzip.BadGzipFile):
+        return None

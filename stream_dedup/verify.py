@@ -177,9 +177,9 @@ def _few_substitutions(a: str, b: str) -> bool:
 
 def _short_pair(a: str, b: str, settings: VerifySettings) -> bool:
     """Both texts short (`short_chars`), of close length (`max_length_ratio`) and sharing at
-    least half the distinct characters of the shorter: one changed character costs a short text two of
-    its few bigrams, so bigram measures fail its copies (a pair sharing fewer characters is
-    not aligned: that would cost an alignment for nothing)."""
+    least half the distinct characters of the shorter: one changed character costs a short text
+    two of its few bigrams, so bigram measures fail its copies (a pair sharing fewer characters
+    is not aligned: that would cost an alignment for nothing)."""
     short, long_ = sorted((len(a), len(b)))
     if long_ > settings.short_chars or long_ > short * settings.max_length_ratio:
         return False

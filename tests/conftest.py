@@ -1,11 +1,14 @@
-"""Fixtures shared by the unit and property tests."""
+"""Fixtures every test folder shares (this folder is on sys.path through this file, so tests may
+import `dev_stream`)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import pytest
+from dev_stream import dev_stream_path
 
 from stream_dedup.config import Settings
 from stream_dedup.records import Message, Verdict
@@ -16,6 +19,12 @@ from stream_dedup.scale.shard import Shard
 from stream_dedup.state import MemoryStore
 
 Topology = Callable[[Sequence[Message], Settings, int, int, int], dict[str, Verdict]]
+
+
+@pytest.fixture
+def dev_stream() -> Path:
+    """The labelled dev stream (see tests/dev_stream.py)."""
+    return dev_stream_path()
 
 
 def _topology(messages: Sequence[Message], settings: Settings, shards: int, joins: int,

@@ -1,8 +1,8 @@
 """The detectors a user would otherwise reach for, used the way their libraries document.
 
 They are the yardstick in `stream-dedup eval --compare`, so each one gets the library's own fast
-path and the setup that reproduces the figures published with the dev bench
-(`/work/shared/bench/README.md`): a weakened anchor would flatter us.
+path and the setup that reproduces the figures published with the dev stream: a weakened anchor
+would flatter us.
 
 Both follow the usual dedup recipe: look the message up among the messages kept so far, flag it if
 anything comes back, and otherwise keep it (index it). Duplicates are not indexed, as a filter
@@ -53,13 +53,11 @@ class MinHashLSHDetector:
 
     Two ways to build the MinHashes, both datasketch's documented usage, same flags:
     - per message (the default rows `datasketch-0.4`/`-0.5`): `MinHash(num_perm=128)` and
-      `update_batch` of its grams, as datasketch's README shows it. This is the anchor the dev
-      bench published: it reproduces its figures exactly in quality (P 0.947 R 0.937 at 0.4,
-      P 0.953 R 0.914 at 0.5) and in speed class (~1,900 and ~2,400 msgs/s there, ~2,000-3,100
-      here), and those are the figures the acceptance targets quote.
+      `update_batch` of its grams, as datasketch's README shows it. This is the anchor published
+      with the dev stream, and it reproduces its quality figures exactly.
     - `bulk` (rows `-bulk`): `MinHash.generator`, which sets the permutations up once for many
-      sets, 1.1-1.9x faster than a MinHash per message: datasketch's fast path for many sets,
-      shown beside so our speed is also measured against the quickest datasketch there is.
+      sets: datasketch's fast path for many sets, shown beside so our speed is also measured
+      against the quickest datasketch there is.
       `fast_hash` adds xxh32, the faster hash datasketch's docs suggest (slightly different
       figures) instead of the default SHA-1.
     The LSH keys are arrival numbers, unique by construction.

@@ -13,7 +13,7 @@ as a duplicate of its own earlier pass. Delivery is therefore at-least-once: not
 crash between "produce" and "commit" emits that batch's outputs twice.
 
 State layout. The engine's state is one RocksDB directory per process (`state.path`) holding the
-whole index for every partition this process consumes. The scale-out work (issue 7) keys it by
+whole index for every partition this process consumes. Scaling out (`scale.scope`) keys it by
 partition or by fingerprint shard so that several processes can split the index; nothing here
 assumes one process beyond that directory: offsets live in Kafka, verdicts in the state.
 

@@ -1,15 +1,19 @@
 """A local Kafka broker through the repository's `deploy/kafka.sh`, for `demo` and the benchmark.
 
 Used as a context manager: starts the broker unless one already answers on that port, and stops it
-on exit only when it started it (and `keep` is false). The script needs a source checkout
-(`pip install -e .`); an installed wheel has no `deploy/`.
+on exit only when it started it (and `keep` is false). Java and Maven, which the broker needs, are
+installed through `deploy/packages.sh` when missing, as `deploy/test.sh` does, so the first
+command on a fresh machine works. The script needs a source checkout (`pip install -e .`); an
+installed wheel has no `deploy/`.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 from types import TracebackType
 
@@ -18,17 +22,42 @@ from ..errors import ServiceError
 log = logging.getLogger(__name__)
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "deploy" / "kafka.sh"
+PACKAGES = REPO / "deploy" / "packages.sh"
+
+
+def ensure_broker_tools() -> None:
+    """Install Java and Maven (apt-get, one line saying so) when they are not on PATH."""
+    if shutil.which("java") and shutil.which("mvn"):
+        return
+    if not PACKAGES.is_file():
+        raise ServiceError("the local broker needs Java 17 and Maven on PATH")
+    proc = subprocess.run(["bash", str(PACKAGES), "java", "mvn"], stdout=subprocess.DEVNULL,
+                          stderr=sys.stderr, check=False)
+    if proc.returncode != 0:
+        raise ServiceError("the local broker needs Java 17 and Maven on PATH, and installing "
+                           "them failed (see above)")
 
 
 class LocalBroker:
-    """The broker of `deploy/kafka.sh` on 127.0.0.1:`port` (controller on `port` + 1)."""
+    """The broker of `deploy/kafka.sh` on 127.0.0.1:`port`.
 
-    def __init__(self, port: int, keep: bool = False) -> None:
+    The controller listens on `controller_port` (default `port` + 1); data and logs go to
+    `run_dir` (default deploy/.run/kafka-<port>).
+    """
+
+    def __init__(self, port: int, keep: bool = False, run_dir: Path | None = None,
+                 controller_port: int | None = None) -> None:
         self.port = port
         self.keep = keep
         self.started = False
-        self.env = {**os.environ, "KAFKA_PORT": str(port), "KAFKA_CONTROLLER_PORT": str(port + 1)}
-        self.env.pop("KAFKA_RUN_DIR", None)  # its own run folder, deploy/.run/kafka-<port>
+        self.run_dir = run_dir
+        self.env = {**os.environ, "KAFKA_PORT": str(port),
+                    "KAFKA_CONTROLLER_PORT": str(controller_port or port + 1),
+                    "PYTHON": sys.executable}
+        if run_dir is None:
+            self.env.pop("KAFKA_RUN_DIR", None)  # its own run folder, deploy/.run/kafka-<port>
+        else:
+            self.env["KAFKA_RUN_DIR"] = str(run_dir)
 
     @property
     def bootstrap(self) -> str:
@@ -52,13 +81,18 @@ class LocalBroker:
         if self.running():
             log.info("using the broker already running on %s", self.bootstrap)
             return self
+        ensure_broker_tools()
         log.info("starting a Kafka broker on %s (deploy/kafka.sh start)", self.bootstrap)
-        self._run("start")
         self.started = True
+        try:
+            self._run("start")
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         if self.started and not self.keep:
             log.info("stopping the broker on %s", self.bootstrap)
-            self._run("stop", check=False)
+            self._run("clean" if self.run_dir is None else "stop", check=False)

@@ -1,9 +1,11 @@
 """`stream-dedup demo`: the whole streaming job on this machine in one command.
 
-Starts the repository's broker on its own port (unless one is already there), creates fresh
-topics, starts the service as a subprocess (`stream-dedup run`, so it is the same program an
-operator runs), feeds the input file through it, waits until the service has committed every
-input record, reads the counts back from the broker, and stops what it started.
+Starts the repository's broker on free ports (installing Java and Maven when missing), creates
+fresh topics, starts the service as a subprocess (`stream-dedup run`, so it is the same program
+an operator runs), feeds the input file through it, waits until the service has committed every
+input record, reads the counts back from the broker, and stops and removes what it started: the
+broker's data, the state and the logs live in one temporary directory. Ports are claimed
+(`ports.PortClaims`) so that two demos on one host never collide.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import dataclasses
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,23 +25,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from kafka.errors import KafkaError
+
 from ..config import KafkaSettings, Settings
 from ..errors import ServiceError
-from .broker import REPO, LocalBroker
+from .broker import LocalBroker
+from .ports import PortClaims
 from .produce import produce_file
 from .run import metrics_url
-from .topics import LagWatch, configured_topics, create_topics, record_counts
+from .topics import LagWatch, admin, configured_topics, create_topics, record_counts
 
 log = logging.getLogger(__name__)
-DEV_STREAM = REPO.parent / "shared" / "bench" / "reviews-dev.jsonl.gz"
-SAMPLE = REPO / "stream_dedup" / "data" / "sample.jsonl.gz"
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample.jsonl.gz"
 DEFAULT_PORT = 29092
 STOP_GRACE_S = 15.0
 
 
 def default_input() -> Path:
-    """The dev stream when the shared bench folder is beside the repo, else the shipped sample."""
-    return DEV_STREAM if DEV_STREAM.is_file() else SAMPLE
+    """The sample stream the package ships (a few thousand labelled reviews)."""
+    return SAMPLE
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +54,7 @@ class Summary:
     out: int
     duplicates: int
     dead_letters: int
-    seconds: float
+    seconds: float  # first record sent to last offset committed; the broker's start excluded
 
     @property
     def msgs_per_s(self) -> float:
@@ -80,9 +85,13 @@ PLAINTEXT = {"security_protocol": "PLAINTEXT", "sasl_username": None, "sasl_pass
              "ssl_keyfile": None}
 
 
-def service_env(k: KafkaSettings, state: Path) -> dict[str, str]:
-    """Environment overrides that point `stream-dedup run` at the demo's topics and state."""
+def service_env(k: KafkaSettings, state: Path, metrics_port: int | None = None
+                ) -> dict[str, str]:
+    """Environment overrides that point `stream-dedup run` at the demo's topics, state and
+    (when given) metrics port."""
     env = {**os.environ, "STREAM_DEDUP__STATE__PATH": str(state)}
+    if metrics_port is not None:
+        env["STREAM_DEDUP__METRICS__PORT"] = str(metrics_port)
     for name in ("bootstrap_servers", "output_topic", "duplicates_topic", "dead_letter_topic",
                  "group_id"):
         env[f"STREAM_DEDUP__KAFKA__{name.upper()}"] = str(getattr(k, name))
@@ -126,6 +135,25 @@ class ServiceProcess:
         return self.proc.returncode
 
 
+def wait_joined(k: KafkaSettings, service: ServiceProcess, timeout_s: float) -> None:
+    """Until the service's consumer group is stable with a member, so that the measured time
+    starts with a service ready to decide (its start-up is not the throughput)."""
+    deadline = time.monotonic() + timeout_s
+    with admin(k) as client:
+        while True:
+            service.check_alive()
+            try:
+                group = client.describe_groups([k.group_id]).get(k.group_id) or {}
+                if group.get("group_state") == "Stable" and group.get("members"):
+                    return
+            except KafkaError:
+                pass
+            if time.monotonic() > deadline:
+                raise ServiceError(f"the service did not join its consumer group within "
+                                   f"{timeout_s:.0f} s; its log: {service.log_path}")
+            time.sleep(0.2)
+
+
 def wait_consumed(k: KafkaSettings, service: ServiceProcess, timeout_s: float,
                   err: TextIO) -> None:
     """Until the service's group has committed every input record."""
@@ -150,34 +178,61 @@ def run_demo(settings: Settings, config: str | None, input_path: Path, port: int
              keep_running: bool, rate: float | None, as_json: bool, out: TextIO,
              err: TextIO) -> Summary:
     """Run the demo and print its summary (see the module docstring)."""
+    if not input_path.is_file():
+        raise ServiceError(f"{input_path}: no such file")
     tag = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:4]}"
     work = Path(tempfile.mkdtemp(prefix="stream-dedup-demo-"))
-    with LocalBroker(port, keep=keep_running) as broker:
-        k = demo_settings(settings.kafka, broker.bootstrap, tag)
-        create_topics(k)
-        print(f"broker {broker.bootstrap}; topics demo-{tag}-*; state and service log in {work}",
-              file=err)
-        service = ServiceProcess(config, service_env(k, work / "state"), work / "service.log")
-        try:
-            started = time.monotonic()
-            sent = produce_file(str(input_path), k.input_topics[0], k.bootstrap_servers,
-                                settings.input.id_field, rate)
-            print(f"  produced {sent.records:,} records from {input_path.name} in "
-                  f"{sent.seconds:.1f} s", file=err)
-            wait_consumed(k, service, max(120.0, sent.records / 200), err)
-            seconds = time.monotonic() - started
-            counts = record_counts(k.bootstrap_servers, configured_topics(k))
-            duplicates = counts[k.duplicates_topic] if k.duplicates_topic else 0
-            summary = Summary(counts[k.input_topics[0]], counts[k.output_topic], duplicates,
-                              counts[k.dead_letter_topic], seconds)
-            url = metrics_url(settings.metrics) if settings.metrics.port else None
-            print_summary(summary, k, input_path, service.log_path, url, out)
-            if as_json:
-                print(json.dumps(summary.as_json()), file=out)
-            if keep_running:
-                wait_for_person(k, service, url, err)
-        finally:
-            service.stop()
+    claims = PortClaims()
+    try:
+        broker_port = claims.claim(port)
+        controller_port = claims.claim(broker_port + 1)
+        metrics_port = claims.claim(settings.metrics.port) if settings.metrics.port else 0
+        if metrics_port != settings.metrics.port:
+            settings = dataclasses.replace(
+                settings, metrics=dataclasses.replace(settings.metrics, port=metrics_port))
+        with LocalBroker(broker_port, run_dir=work / "kafka",
+                         controller_port=controller_port) as broker:
+            return _demo(settings, config, input_path, broker, tag, work, keep_running, rate,
+                         as_json, out, err)
+    finally:
+        claims.release()
+        if keep_running:
+            print(f"kept: {work} (broker data, state, service log)", file=err)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _demo(settings: Settings, config: str | None, input_path: Path, broker: LocalBroker,
+          tag: str, work: Path, keep_running: bool, rate: float | None, as_json: bool,
+          out: TextIO, err: TextIO) -> Summary:
+    """Topics, service, feed, wait, count: the demo on a started broker."""
+    k = demo_settings(settings.kafka, broker.bootstrap, tag)
+    create_topics(k)
+    print(f"broker {broker.bootstrap}; topics demo-{tag}-*; state and service log in {work}",
+          file=err)
+    service = ServiceProcess(config, service_env(k, work / "state", settings.metrics.port),
+                             work / "service.log")
+    try:
+        wait_joined(k, service, 120.0)
+        started = time.monotonic()
+        sent = produce_file(str(input_path), k.input_topics[0], k.bootstrap_servers,
+                            settings.input.id_field, rate)
+        print(f"  produced {sent.records:,} records from {input_path.name} in "
+              f"{sent.seconds:.1f} s", file=err)
+        wait_consumed(k, service, max(120.0, sent.records / 200), err)
+        seconds = time.monotonic() - started
+        counts = record_counts(k.bootstrap_servers, configured_topics(k))
+        duplicates = counts[k.duplicates_topic] if k.duplicates_topic else 0
+        summary = Summary(counts[k.input_topics[0]], counts[k.output_topic], duplicates,
+                          counts[k.dead_letter_topic], seconds)
+        url = metrics_url(settings.metrics) if settings.metrics.port else None
+        print_summary(summary, k, input_path, service.log_path, url, out)
+        if as_json:
+            print(json.dumps(summary.as_json()), file=out)
+        if keep_running:
+            wait_for_person(k, service, url, err)
+    finally:
+        service.stop()
     return summary
 
 
@@ -193,8 +248,9 @@ def print_summary(s: Summary, k: KafkaSettings, input_path: Path, log_path: Path
         ("duplicates", f"{s.duplicates:,} ({k.duplicates_topic or 'dropped'})"),
         ("dead letters", f"{s.dead_letters:,} ({k.dead_letter_topic})"),
         ("dedup rate", f"{s.dedup_rate:.1%} of the readable messages"),
-        ("throughput", f"{s.msgs_per_s:,.0f} msgs/s end to end ({s.seconds:.1f} s from the "
-                       "first record sent to the last offset committed)"),
+        ("throughput", f"decided {s.records_in:,} messages in {s.seconds:.1f} s "
+                       f"({s.msgs_per_s:,.0f} msgs/s from the first record sent to the last "
+                       "offset committed; broker and service start excluded)"),
         ("metrics", where),
         ("service log", f"{log_path} (running totals every minute, per-step timings)"),
     ]
@@ -211,7 +267,7 @@ def wait_for_person(k: KafkaSettings, service: ServiceProcess, metrics: str | No
           f"watch it:          kcat -C -b {k.bootstrap_servers} -t {k.output_topic} "
           "-f '%h %s\\n'\n"
           + (f"metrics:           curl -s {metrics}\n" if metrics else "")
-          + "Ctrl-C stops the service and the broker this demo started.", file=err)
+          + "Ctrl-C stops the service and the broker; their data is kept.", file=err)
     try:
         while True:
             service.check_alive()

@@ -30,7 +30,8 @@ stop) takes the batch being decided through 4-6 first. The order of 3-6 for each
 the guarantee, is the same.
 
 Why one batch in flight: the broker acknowledges a batch while the next one is polled and decided
-(a round trip per batch was a third of a batch's time at 2,000 msgs/s), and its records are on
+(waiting for a round trip per batch would take a large share of a live feed's batch time), and
+its records are on
 their way after `kafka.linger_ms` instead of after the previous batch's acknowledgements.
 
 A crash before 3 completes replays the batch as new; a crash after it (the batch in flight, or
@@ -78,13 +79,11 @@ from .topics import configured_topics
 log = logging.getLogger(__name__)
 # How long the engine (the main thread) may hold the GIL before kafka-python's I/O threads (the
 # consumer's fetches and commits, the producer's sends and acknowledgements) get a turn, chosen
-# per batch (`pace_threads`). A small batch means the input is thin and latency counts: Python's
-# 5 ms made each of their steps wait behind the engine, and at 2,000 msgs/s on 2 shared cores
-# the p99 from input to output was 150-214 ms with 5 ms and 90-101 ms with 0.5 ms. A batch of
-# `BACKLOG_RECORDS` or more means a backlog (the source fills such a batch from further fetches),
-# where records wait in the topic anyway and switching costs throughput: the sustained phase of
-# kafka_bench ran 7,426-7,709 msgs/s with 0.5 ms and 8,342-8,737 with 5 ms. At 2,000 msgs/s a
-# batch of 1,000 is half a second behind already.
+# per batch (`pace_threads`). A small batch means the input is thin and latency counts: with
+# Python's 5 ms each of their steps waits behind the engine, which raises a live feed's p99
+# from input to output. A batch of `BACKLOG_RECORDS` or more means a backlog (the source fills
+# such a batch from further fetches), where records wait in the topic anyway and frequent
+# switching costs throughput, so Python's default stays.
 LATENCY_SWITCH_S = 0.0005
 BACKLOG_SWITCH_S = 0.005
 

@@ -1,7 +1,7 @@
 """The input edge: a kafka-python consumer in a group, polled in batches, committed by hand.
 
 Commits are sent without waiting for the answer (`commit_async`: a round trip to the group
-coordinator per batch was a tenth of a batch's time at 2,000 msgs/s): the service sends each
+coordinator per batch would add to every live batch's time): the service sends each
 batch's commit only after its outputs are acknowledged, and before it polls again. Each commit
 carries the latest offsets of every owned partition, so one that failed (the broker away) is
 carried by the next; `close` commits them once more and waits for that answer.
@@ -42,12 +42,10 @@ from .security import client_security, connect, describe
 log = logging.getLogger(__name__)
 PARTITION_FETCH_BYTES = 64 * 1024
 # Records polled, or waiting in the topic behind them, that make a backlog: the batch is then
-# filled from the next fetches (their answers come at once) up to `kafka.poll_batch_size`. One
-# round of fetches (64 KB from each of 6 partitions) is ~1,400 records; in the sustained phase of
-# bench/kafka_bench.py batches of one round ran 9,044-9,476 msgs/s, filled ones (~3,500, 4,000
-# the cap then) 11,175-12,118 in runs of the same hour: fewer, larger batches share the engine's
-# reads and writes and the producer's requests. A live feed keeps up with its input (its lag is
-# a few records), so it never waits to fill a batch.
+# filled from the next fetches (their answers come at once) up to `kafka.poll_batch_size`,
+# because fewer, larger batches share the engine's reads and writes and the producer's requests.
+# A live feed keeps up with its input (its lag is a few records), so it never waits to fill a
+# batch.
 BACKLOG_RECORDS = 1000
 _timestamp = attrgetter("timestamp")  # the sort key of a batch (in C: no call per record)
 # The group moved on: these partitions may belong to another member now.
@@ -171,11 +169,10 @@ class KafkaSource:
         `BACKLOG_RECORDS`, or as many are in the topic behind the records polled from the
         partitions this member owns): then further polls wait (`batch_wait_ms`) for the next
         fetches' records to fill the batch, and one that found nothing waits once more (on a
-        busy host a fetch's answer can take longer than one wait; the stub of a batch taken
-        then made the sustained phase of bench/kafka_bench.py 5-7 batches instead of 4).
-        A second poll for what arrived meanwhile found nothing nearly always at 2,000 msgs/s,
-        and each kafka-python poll costs two round trips to its I/O thread: one poll a batch
-        took the service 0.42 cores instead of 0.45 (seven pairs, bench/kafka_bench.py).
+        busy host a fetch's answer can take longer than one wait, and the stub of a batch taken
+        then would split a backlog into more, smaller batches).
+        On a live feed a second poll for what arrived meanwhile finds nothing nearly always,
+        and each kafka-python poll costs two round trips to its I/O thread: one poll a batch.
 
         Waiting to fill a batch would add its wait to every record's latency when the input is
         thin; when it is thick the fetched records fill the batch at once anyway, so the batch

@@ -1,18 +1,18 @@
 """The RocksDB store (rocksdict): one column family per table of `store.COLUMN_FAMILIES`.
 
 rocksdict raises bare exceptions; they are translated into `StateError` here and nowhere else.
-Options follow the measurements in shared/design: raw byte keys, a sized block cache with a Bloom
+Options chosen for a dedup workload: raw byte keys, a sized block cache with a Bloom
 filter per table (misses are the common case in dedup), index and filter blocks kept in that
-cache only together with the sized cache (without one, scans were 28x slower). The tables whose
-lookups mostly miss (anchors, blocks, ids) also keep a Bloom filter over their memtable: a miss
-then skips the skiplist search, most of a lookup's cost while the recent state is in memory
-(lookups 0.5x, writes 1.1x: the filter costs an insert a hash).
+cache only together with the sized cache (without one, scans are many times slower). The tables
+whose lookups mostly miss (anchors, blocks, ids) also keep a Bloom filter over their memtable: a
+miss then skips the skiplist search, most of a lookup's cost while the recent state is in memory
+(the filter costs an insert one hash).
 
 Tables that a store's user reads by key only (`lookups_only`: the engine's anchor postings and
 exact records) keep their memtable in a hash table of linked lists instead of a skiplist: a
-skiplist insert or hit in a memtable of ~100k random keys is a walk of cache misses (~2 us each on
-this machine kind), a bucket one or two. Measured in the engine on the dev stream: state reads
-7.6 -> 6.8 us a message, writes 8.9 -> 7.2. The price is iteration: a scan of such a table sorts
+skiplist insert or hit in a memtable of ~100k random keys is a walk of cache misses, a bucket
+one or two, so the engine's state reads and writes get cheaper. The price is iteration: a scan
+of such a table sorts
 a copy of its memtable, so stores whose users scan in their hot path (the global scope's index
 shards) keep skiplists. A hash memtable cannot take concurrent writes, which this store never
 makes (one writer, one write batch at a time): that option is off for every table.
@@ -42,9 +42,9 @@ _MOSTLY_MISSED = ("anchors", "blocks", "ids")
 _MEMTABLE_BLOOM_RATIO = 0.02  # of the write buffer: 1.3 MB for a 64 MB memtable
 _HASH_PREFIX = 8  # the first bytes of a key (all of a shorter one) pick its bucket
 _HASH_BUCKETS = 1 << 18  # ~1 key a bucket in a 64 MB memtable of anchor postings (2 MB)
-# Keys a multi-get reads at most: rocksdict's cost a key grows with the keys of a call (1M
-# 8-byte keys stored, 50,000 looked up: 3.2 us a key in one call, 0.88 in calls of 2,000, 0.65
-# in calls of 256), and a backlog's batch of 8,000 messages looks up ~40,000 anchors.
+# Keys a multi-get reads at most: rocksdict's cost a key grows with the keys of one call
+# (several times over from a few hundred keys to tens of thousands), and a backlog's batch of
+# 8,000 messages looks up ~40,000 anchors.
 GET_CHUNK = 256
 
 

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from dev_stream import dev_stream_path
 from kafka import KafkaConsumer, TopicPartition
 
 from stream_dedup.config import KafkaSettings, Settings
@@ -28,14 +29,12 @@ from stream_dedup.records import Message, Verdict
 from stream_dedup.state import MemoryStore, open_store
 
 REPO = Path(__file__).resolve().parents[2]
-DEV_STREAM = REPO.parent / "shared" / "bench" / "reviews-dev.jsonl.gz"
-SAMPLE = REPO / "stream_dedup" / "data" / "sample.jsonl.gz"
 
 
 def stream_lines(limit: int | None = None) -> tuple[str, list[bytes]]:
-    """(name, lines) of the dev stream when ../shared/bench has it, else of the shipped sample,
-    repeated with fresh ids until `limit` lines."""
-    path = DEV_STREAM if DEV_STREAM.is_file() else SAMPLE
+    """(name, lines) of the dev stream (tests/dev_stream.py), repeated with fresh ids until
+    `limit` lines."""
+    path = dev_stream_path()
     with gzip.open(path, "rb") as f:
         base = [line.rstrip(b"\n") for line in f if line.strip()]
     lines = list(base)

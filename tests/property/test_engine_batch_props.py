@@ -1,7 +1,7 @@
 """The engine's verdicts do not depend on how the stream is cut into batches.
 
 Texts are drawn from a few shared clauses, so anchors and block buckets collide often, and each
-anchor remembers only two posters: the case where a batch used to see more than one message at a
+anchor remembers only two posters: the case where a batch could see more than one message at a
 time would (the stored posting list plus the batch's own posters).
 """
 

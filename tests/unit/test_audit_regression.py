@@ -75,7 +75,7 @@ def test_judged_pair(pair: dict) -> None:
 
 @pytest.mark.parametrize("corpus", CORPORA)
 def test_precision_of_what_is_still_flagged_meets_the_target(corpus: str) -> None:
-    # Issue 10's bar on each corpus, as `stream-dedup audit score PAIRS --replay` prints it.
+    # The precision bar on each corpus, as `stream-dedup audit score PAIRS --replay` prints it.
     pairs = [json.loads(line) for line in
              (DATA / f"{corpus}.jsonl").read_text(encoding="utf-8").splitlines()]
     kept = still_flagged(pairs, Settings())

@@ -1,9 +1,10 @@
 import json
+import re
 from pathlib import Path
 
 import pytest
 
-from stream_dedup.cli import main
+from stream_dedup.cli import build_parser, main
 
 pytestmark = pytest.mark.unit
 
@@ -38,3 +39,106 @@ def test_check_explains(capsys) -> None:
     assert main(["check", "深市今天上涨了百分之三大家开心", "深市今天上涨了百分之三，大家开心！"]) == 0
     out = capsys.readouterr().out
     assert "verdict: exact" in out and "distance: 0 bits" in out
+
+
+def _help(argv: list[str], capsys) -> str:
+    with pytest.raises(SystemExit) as done:
+        main([*argv, "--help"])
+    assert done.value.code == 0
+    return capsys.readouterr().out
+
+
+COMMANDS = [["dedup"], ["check"], ["eval"], ["fit"], ["audit"], ["run"], ["produce"],
+            ["topics"], ["topics", "create"], ["stage"], ["demo"]]
+
+
+@pytest.mark.parametrize("argv", COMMANDS, ids=" ".join)
+def test_every_command_help_says_what_and_shows_an_example(argv: list[str], capsys) -> None:
+    text = _help(argv, capsys)
+    example = text.split("example:\n", 1)
+    assert len(example) == 2, text
+    assert example[1].lstrip().startswith(f"stream-dedup {argv[0]}")
+    description = text.split("\n\n")[1]
+    assert not description.startswith(("positional", "options")) and len(description) > 30
+
+
+def test_every_subcommand_is_in_the_help_test() -> None:
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    assert sorted(sub.choices) == sorted({c[0] for c in COMMANDS})
+
+
+def test_run_help_names_the_settings_and_environment_overrides(capsys) -> None:
+    text = _help(["run"], capsys)
+    for needle in ("STREAM_DEDUP__KAFKA__BOOTSTRAP_SERVERS=", "kafka.bootstrap_servers",
+                   "kafka.input_topics", "state.path", "--config"):
+        assert needle in text
+
+
+def test_check_help_describes_both_texts(capsys) -> None:
+    text = _help(["check"], capsys)
+    assert re.search(r"first +the earlier text", text) and re.search(r"second +the later text", text)
+
+
+def _write(path: Path, rows: list[tuple[str, str]]) -> Path:
+    path.write_text("".join(json.dumps({"id": i, "text": t}, ensure_ascii=False) + "\n"
+                            for i, t in rows), encoding="utf-8")
+    return path
+
+
+def _verdicts(path: Path) -> dict[str, dict]:
+    return {v["id"]: v for v in map(json.loads, path.read_text(encoding="utf-8").splitlines())}
+
+
+A_TEXT = "今天的天气真的非常好我们去公园散步吧"
+B_TEXT = "明天股市会上涨吗大家怎么看这个问题呢"
+C_TEXT = "这是另一个文件里完全不同的一条评论内容"
+
+
+def test_file_mode_twice_over_overlapping_files_reuses_no_verdict(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two runs in one directory with the default state: the second file's verdicts are its
+    own, although it repeats an id (with another text) and a text of the first file."""
+    monkeypatch.chdir(tmp_path)
+    first = _write(tmp_path / "first.jsonl", [("1", A_TEXT), ("2", B_TEXT)])
+    second = _write(tmp_path / "second.jsonl", [("1", C_TEXT), ("3", B_TEXT)])
+    assert main(["dedup", str(first), "-o", "u1.jsonl", "--decisions", "d1.jsonl", "--quiet"]) == 0
+    assert main(["dedup", str(second), "-o", "u2.jsonl", "--decisions", "d2.jsonl",
+                 "--quiet"]) == 0
+    got = _verdicts(tmp_path / "d2.jsonl")
+    assert got["1"]["verdict"] == "unique" and "replayed" not in got["1"]
+    assert got["3"]["verdict"] == "unique"  # the first run's "2" is not remembered
+    assert [json.loads(x)["id"] for x in (tmp_path / "u2.jsonl").read_text().splitlines()] \
+        == ["1", "3"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["first.jsonl", "second.jsonl", "u1.jsonl", "d1.jsonl", "u2.jsonl", "d2.jsonl"])
+
+
+def test_a_kept_state_with_messages_is_refused_unless_resumed(tmp_path: Path, capsys) -> None:
+    first = _write(tmp_path / "first.jsonl", [("1", A_TEXT), ("2", B_TEXT)])
+    second = _write(tmp_path / "second.jsonl", [("1", C_TEXT), ("3", B_TEXT)])
+    state = str(tmp_path / "st")
+    assert main(["dedup", str(first), "-o", "-", "--state", state, "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["dedup", str(second), "-o", "-", "--state", state, "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert f"state {state} already holds" in err and "--resume" in err and "Traceback" not in err
+    dec = tmp_path / "d.jsonl"
+    assert main(["dedup", str(second), "-o", "-", "--state", state, "--resume",
+                 "--decisions", str(dec), "--quiet"]) == 0
+    got = _verdicts(dec)
+    assert got["1"]["replayed"] is True and got["3"]["matched_id"] == "2"
+
+
+def test_resume_without_state_is_refused(tmp_path: Path, capsys) -> None:
+    src = _write(tmp_path / "a.jsonl", [("1", A_TEXT)])
+    assert main(["dedup", str(src), "--resume", "--quiet"]) == 1
+    assert "--resume needs --state" in capsys.readouterr().err
+
+
+def test_yaml_error_names_file_and_line(tmp_path: Path, capsys) -> None:
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text("kafka:\n  bootstrap_servers: a\n   group_id: b\n", encoding="utf-8")
+    assert main(["check", "--config", str(cfg), "一", "二"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"stream-dedup: {cfg} line 3: not valid YAML (")
+    assert "config key" not in err and "Traceback" not in err

@@ -44,9 +44,7 @@ from stream_dedup.scale.shard import Shard
 from stream_dedup.state import MemoryStore
 
 pytestmark = pytest.mark.unit
-REPO = Path(__file__).resolve().parents[2]
-DEV = REPO.parent / "shared" / "bench" / "reviews-dev.jsonl.gz"
-SAMPLE = REPO / "stream_dedup" / "data" / "sample.jsonl.gz"
+SAMPLE = Path(__file__).resolve().parents[2] / "stream_dedup" / "data" / "sample.jsonl.gz"
 
 
 def _original(message_id: str, probes: int, text: str = "文本", **kw) -> Original:
@@ -145,17 +143,16 @@ def test_join_takes_late_answers_without_counting_them() -> None:
     assert done.verdict.matched_id == "m1"  # the first message with the text, however late
 
 
-def _dev_messages(limit: int) -> list[Message]:
-    path = DEV if DEV.is_file() else SAMPLE
+def _dev_messages(path: Path, limit: int) -> list[Message]:
     with gzip.open(path, "rt", encoding="utf-8") as f:
         rows = [json.loads(line) for _, line in zip(range(limit), f, strict=False)]
     return [Message(str(r["id"]), r["text"], 1_000 + n) for n, r in enumerate(rows)]
 
 
-def test_three_stages_in_one_process_decide_as_file_mode(topology) -> None:
+def test_three_stages_in_one_process_decide_as_file_mode(topology, dev_stream: Path) -> None:
     """Shards and joins fed in total order decide exactly as the engine in file mode."""
     s = Settings()
-    messages = _dev_messages(2000)
+    messages = _dev_messages(dev_stream, 2000)
     engine = Engine(s, MemoryStore())
     expected = {v.id: v for n in range(0, len(messages), 500)
                 for v in engine.process(messages[n:n + 500])}
@@ -219,7 +216,7 @@ def test_a_verdict_durable_but_not_delivered_comes_out_when_its_batch_is_replaye
 
 def _index_batch(settings: Settings) -> list[_Rec]:
     """One probes record on shard 0: every probe of two messages."""
-    probes = [q for p in Prober(settings).run(_dev_messages(2)) for q in p.probes]
+    probes = [q for p in Prober(settings).run(_dev_messages(SAMPLE, 2)) for q in p.probes]
     return [_Rec(settings.topology.probes_topic, 0, 0, 5, value=v) for v in pack_probes(probes)]
 
 

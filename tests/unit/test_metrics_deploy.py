@@ -4,7 +4,7 @@ the Compose Specification schema, the manifests pass the Kubernetes API schemas 
 ports, paths, labels and config keys match across the Dockerfile, compose, Prometheus, Grafana
 and the manifests. (promtool's checks are in tests/integration/test_prometheus_rules.py.)
 
-The scale-out files (issue 7) are held to the same: the compose overrides of scale.scope key and
+The scale-out files are held to the same: the compose overrides of scale.scope key and
 global, and the kustomize overlays deploy/k8s/scale-key and deploy/k8s/global, must name
 commands the CLI has, config keys the Settings have, and selectors their pods' labels."""
 
@@ -215,7 +215,7 @@ def test_manifests_pass_the_kubernetes_schemas_strictly() -> None:
         kubernetes_validate.validate(doc, kubernetes_validate.latest_version(), strict=True)
 
 
-# --- The scale-out topology (issue 7): compose overrides and kustomize overlays ---------------
+# --- The scale-out topology: compose overrides and kustomize overlays ---------------
 
 STAGES = ("fingerprint", "index", "decide")
 SCALE_KEY, GLOBAL = "k8s/scale-key", "k8s/global"

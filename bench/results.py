@@ -1,0 +1,95 @@
+"""Where the benchmarks leave their current figures: one Markdown file each in bench/results/,
+which the docs include. Each file says when it was measured, by which command, and how fast this
+host was at the time (shared hosts run at very different speeds from one hour to the next, so a
+figure without that line cannot be compared with another).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import platform
+import shlex
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+SAMPLE = Path(__file__).resolve().parents[1] / "stream_dedup" / "data" / "sample.jsonl.gz"
+
+
+def dev_stream() -> Path:
+    """The labelled dev stream named by STREAM_DEDUP_DEV_STREAM, else the shipped sample."""
+    named = os.environ.get("STREAM_DEDUP_DEV_STREAM")
+    return Path(named) if named else SAMPLE
+
+
+def host_speed() -> str:
+    """One line on this host now: cores, Python, and `json.loads` of the shipped sample's records
+    a second (best of three passes), a yardstick that moves with the host's load."""
+    with gzip.open(SAMPLE, "rb") as f:
+        lines = [line for line in f if line.strip()]
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        for line in lines:
+            json.loads(line)
+        best = min(best, time.perf_counter() - started)
+    return (f"{os.cpu_count()} cores, Python {platform.python_version()}, json.loads "
+            f"{len(lines) / best:,.0f} records/s")
+
+
+def command_line(argv: Sequence[str] | None = None) -> str:
+    """The command as it was run, from the repository's top."""
+    args = list(sys.argv if argv is None else argv)
+    script = Path(args[0])
+    if script.suffix == ".py":
+        args[0] = f"python bench/{script.name}"
+    return " ".join(shlex.quote(a) if i else a for i, a in enumerate(args))
+
+
+def table(rows: Sequence[Sequence[object]], header: Sequence[str]) -> str:
+    """A Markdown table; numbers with thousands separators, floats to two decimals."""
+
+    def cell(value: object) -> str:
+        if isinstance(value, float):
+            return f"{value:,.2f}" if abs(value) < 100 else f"{value:,.0f}"
+        if isinstance(value, int):
+            return f"{value:,}"
+        return str(value)
+
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def nested_table(figures: Mapping[str, Mapping[str, float]]) -> str:
+    """A table of (section, figure, value) from the nested figures a bench returns."""
+    return table([(section, name, value) for section, values in figures.items()
+                  for name, value in values.items()], ("part", "figure", "value"))
+
+
+def write(name: str, body: str, argv: Sequence[str] | None = None) -> Path:
+    """bench/results/NAME.md: the header line (date, command, host speed), then `body`."""
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"{name}.md"
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    path.write_text(f"Measured {when} by `{command_line(argv)}`; this host then: "
+                    f"{host_speed()}.\n\n{body.rstrip()}\n", encoding="utf-8")
+    print(f"wrote {path.relative_to(RESULTS.parents[1])}", file=sys.stderr)
+    return path
+
+
+def stamp(path: Path, command: str) -> None:
+    """Put the header line on a result file another command wrote (`eval --markdown`)."""
+    body = path.read_text(encoding="utf-8")
+    write(path.stem, body, command.split())
+
+
+if __name__ == "__main__":
+    # python bench/results.py FILE.md COMMAND...: head FILE.md with the date, COMMAND and host.
+    if len(sys.argv) < 3:
+        sys.exit("usage: python bench/results.py FILE.md COMMAND...")
+    stamp(Path(sys.argv[1]), " ".join(sys.argv[2:]))
