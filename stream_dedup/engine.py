@@ -25,7 +25,7 @@ import gc
 import struct
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 
@@ -124,6 +124,9 @@ class Engine:
         )
         self._window_ms = int(settings.window.seconds * 1000)
         self._weights = anchor_weights(settings.index.anchor_postings)
+        # Called with each message id and the ids of its candidates, best first (a bench reads
+        # the index's recall through it); None: not called.
+        self.on_candidates: Callable[[str, list[str]], None] | None = None
         self._recent: dict[int, tuple[str, str, int, int]] = {}
         self.exact = ExactStage(settings.exact, settings.window.seconds, store)
         self._check_format()
@@ -370,6 +373,8 @@ class Engine:
             seqs += [q for q in {q for cands in found for q, _ in cands} if q not in in_batch]
             grams = dict(zip(seqs, sketch.hashes([entries[q][0] for q in seqs]), strict=True))
         for p, cands in zip(near, found, strict=True):
+            if self.on_candidates is not None:
+                self.on_candidates(p.msg.id, [entries[seq][1] for seq, _ in cands])
             source = None
             if not cands:
                 p.verdict = unique(p.msg.id, None, False)
