@@ -279,9 +279,9 @@ def _replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Le
     whole = min(len(part_a), len(part_b)) >= 2  # typos replace a character, not a word
     if (name_a and name_b) or (whole and ((name_a and word_b_real) or (name_b and word_a_real))):
         return "entity"  # a name replaced by another name, or by another word
-    if ((part_a in _PRONOUNS or part_b in _PRONOUNS) and _person(part_a, lex)
-            and _person(part_b, lex) and not lex.synonyms(part_a, part_b)):
-        return "entity"  # another speaker or subject: 我 / 他, 我 / 陈鹏, 你们 / 老赵
+    if (_maybe_person(part_a, lex) or _maybe_person(part_b, lex)) and _person_at(
+            a, i1, i2, lex) and _person_at(b, j1, j2, lex) and not lex.synonyms(part_a, part_b):
+        return "entity"  # another speaker or subject: 我 / 他, 我 / 陈鹏, 曹劲松 / 付劲松
     if min(len(part_a), len(part_b)) >= 2 and lex.names_at(a, i1, i2) and lex.names_at(b, j1, j2):
         return "entity"  # names the dictionary lacks, recognised by jieba's tagger
     if pairs:
@@ -349,18 +349,36 @@ def _adds_content(part: str, earlier: str, common: Sequence[bool], lex: Lexicon)
 
 
 def _person(part: str, lex: Lexicon) -> bool:
-    """Whether `part` names a person: a personal pronoun, or a person's name as the tagger reads
-    the part on its own (a surname alone, 彭 or 小龚, included)."""
-    return part in _PRONOUNS or any(tag in _PERSON_TAGS for _, tag in lex.tagged_words(part))
+    """Whether `part` names a person: a personal pronoun, a person's name as the tagger reads
+    the part on its own, or a surname alone or after 小/老 (彭, 小史, 老黎) by the dictionary."""
+    if part in _PRONOUNS or any(tag in _PERSON_TAGS for _, tag in lex.tagged_words(part)):
+        return True
+    return (len(part) == 1 or (len(part) == 2 and part[0] in "小老")) and lex.tags.get(
+        part[-1]) in _PERSON_TAGS
+
+
+def _maybe_person(part: str, lex: Lexicon) -> bool:
+    """A cheap test before the tagger: a pronoun, or a character the dictionary tags as a name."""
+    return part in _PRONOUNS or any(lex.tags.get(c) in _PERSON_TAGS for c in part)
+
+
+def _person_at(text: str, start: int, end: int, lex: Lexicon) -> bool:
+    """Whether text[start:end] names a person (`_person`), or the tagger reads a person's name
+    over it in its sentence (a surname in a full name: 曹劲松)."""
+    return _person(text[start:end], lex) or bool(lex.tokens_at(text, start, end, _PERSON_TAGS))
 
 
 def _inserted_content(part: str, lex: Lexicon) -> bool:
     """Whether `part`, put inside a text, carries a content word of its own: a noun, verb or
     adjective of two characters or more, or a person's name (a surname alone counts: 彭的), as
     the tagger reads the part on its own (a name outside the dictionary included: 张路的 is
-    张路/nr 的/uj)."""
-    return any((len(word) > 1 and tag in _CONTENT_TAGS) or tag in _PERSON_TAGS
-               for word, tag in lex.tagged_words(part))
+    张路/nr 的/uj); or an attribute put before a noun, a word or name and 的 (姜的热浪)."""
+    if any((len(word) > 1 and tag in _CONTENT_TAGS) or tag in _PERSON_TAGS
+           for word, tag in lex.tagged_words(part)):
+        return True
+    head = part[:-1]
+    return part.endswith("的") and bool(head) and (
+        _person(head, lex) or lex.tags.get(head, "")[:1] in ("n", "a", "v"))
 
 
 def _unit_after_number(text: str, start: int, end: int, lex: Lexicon) -> bool:
