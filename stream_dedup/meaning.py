@@ -212,11 +212,16 @@ def _negates_next(text: str, at: int, lex: Lexicon) -> bool:
 
 
 def _same_value(a: str, b: str, span: tuple[str, int, int, int, int]) -> bool | None:
-    """Whether the numbers a differing span touches keep their value (4000 / 四千 / 4千): None
-    when the span touches no number on either side, or one that does not read as a number."""
+    """Whether the numbers a differing span touches keep their value (4000 / 四千 / 4千): the
+    two parts themselves (39 / 三十九 before 一包), else the whole runs of numerals they belong to
+    (5000 / 5千). None when the span touches no number on either side, or one that does not read
+    as a number."""
     _, i1, i2, j1, j2 = span
     if not (_has_numeral(a[i1:i2]) or _has_numeral(b[j1:j2])):
         return None
+    x, y = numerals.value(a[i1:i2]), numerals.value(b[j1:j2])
+    if x is not None and x == y:
+        return True
     s1, e1 = numerals.run_around(a, i1, i2)
     s2, e2 = numerals.run_around(b, j1, j2)
     x, y = numerals.value(a[s1:e1]), numerals.value(b[s2:e2])
@@ -530,9 +535,11 @@ def classify(a: str, b: str, common: Sequence[bool] | None = None) -> list[Span]
 # Spans that differ with evidence that they say the same: a slip of sound, shape or form, a
 # number written another way, a synonym.
 _EXPLAINED = frozenset({"typo", "form", "synonym"})
-# Terms of address and greetings that chat and comment lines put around what they say: a closed
-# class, like the particles and interjections jieba tags (`_FUNCTION_TAGS`).
-_ADDRESS = frozenset(["亲", "亲亲", "亲爱的", "您好", "你好", "客官", "在吗", "在的"])
+# Terms of address, greetings and chat interjections that chat and comment lines put around what
+# they say: a closed class, like the particles and interjections jieba tags (`_FUNCTION_TAGS`),
+# with the interjections its dictionary tags otherwise (哈 as a surname).
+_ADDRESS = frozenset(["亲", "亲亲", "亲爱的", "您好", "你好", "客官", "在吗", "在的", "哈", "哈哈",
+                      "呵呵", "嘻嘻", "嘿嘿", "哒", "滴", "咯"])
 
 
 def unexplained(a: str, b: str, spans: list[Span]) -> int:
@@ -548,10 +555,11 @@ def unexplained(a: str, b: str, spans: list[Span]) -> int:
                and not (one_way and s in edges))
 
 
-def decoration_only(a: str, b: str, spans: list[Span]) -> bool:
+def decoration_only(a: str, b: str, spans: list[Span], common: Sequence[bool] | None) -> bool:
     """Whether every span of a very short pair is a slip with evidence, a number's form, a
-    synonym, or particles, interjections and terms of address added or dropped (好的亲 / 好的呢亲,
-    返多少 / 返多少亲): what a few characters may differ by and still say the same."""
+    synonym, particles, interjections and terms of address added or dropped (好的亲 / 好的呢亲,
+    返多少 / 返多少亲), or what the stream repeats put at an edge (a repost comment: mark, 收藏了):
+    what a few characters may differ by and still say the same."""
     lex = lexicon()
     for s in spans:
         if s.kind in _EXPLAINED:
@@ -559,6 +567,9 @@ def decoration_only(a: str, b: str, spans: list[Span]) -> bool:
         if s.op == "replace":
             return False
         part = b[s.j1:s.j2] if s.op == "insert" else a[s.i1:s.i2]
+        if s.op == "insert" and common is not None and _at_edge(a, b, s) and all(
+                common[s.j1:s.j2]):
+            continue
         if not all(tag in _FUNCTION_TAGS or word in _ADDRESS
                    for word, tag in lex.tagged_words(part)):
             return False

@@ -40,10 +40,13 @@ _TAG_RE = re.compile(r"<(?:/?[a-zA-Z][a-zA-Z0-9-]{0,20}(?:[\s/][^<>\n]{0,200})?|
 # near stage's containment measure weighs a short added comment against the reposted text.
 # Each pattern starts with a literal or a character set, so the regex engine can skip ahead to
 # candidate positions (one alternation of them all was 3x slower).
-_RETWEET = (r"//[ \t]*@[^:：\s]{1,30}[ \t]*[:：]", r"回[复覆][ \t]*@[^:：\s]{1,30}[ \t]*[:：]")
+_RETWEET = (r"[转轉](?:[发發])?[ \t]*(?=//[ \t]*@)",  # a forward with no words of its own: 转//@a:
+            r"//[ \t]*@[^:：\s]{1,30}[ \t]*[:：]", r"回[复覆][ \t]*@[^:：\s]{1,30}[ \t]*[:：]")
 # The text a platform fills in when a post is forwarded without words of its own. "repost" is
 # the word \brepost\b written literal first (the lookbehind is the leading \b), 40x faster.
-_FORWARD = (r"[转轉][发發]微博", r"repost\b(?<!\wrepost)")
+_FORWARD = (r"[转轉][发發]微博", r"repost\b(?<!\wrepost)",
+            # a repost's lead marker: 转：, 转载：, 转自@name：, 【转】 (the tags step takes that)
+            r"(?m)^[ \t]*[转轉](?:[自载載发發])?[ \t]*(?:@[^:：\s]{1,30})?[ \t]*[:：]")
 _NOT_URL = r"[^\s\u3000-\u303f\uff00-\uffef\u4e00-\u9fff]+"
 # Short links ("t.cn/x"): the one pattern that starts with a character class, so the regex engine
 # tries it at every letter and digit, 0.8 µs a message on the dev stream. Each match holds the

@@ -198,7 +198,7 @@ def _very_short(a: str, b: str, score: float, settings: VerifySettings,
     changes = sorted({s.kind for s in spans} & settings.meaning_classes)
     if changes:
         return Check(False, score, ",".join(changes))
-    if decoration_only(a, b, spans):
+    if decoration_only(a, b, spans, common):
         return Check(True, score)
     return Check(False, score, "short")
 

@@ -40,6 +40,10 @@ pytestmark = pytest.mark.unit
         ("范冰冰成最美（未完）", "范冰冰成最美"),  # a truncation marker in brackets
         ("范冰冰成最美...(未完待续)", "范冰冰成最美"),
         ("未完成的工作", "未完成的工作"),  # ... but not the word
+        ("转：还好亲", "还好亲"),  # a repost's lead marker
+        ("转自@momo酱：发韵达快递吧", "发韵达快递吧"),
+        ("转 //@路人甲:转//@momo酱: 怎么了", "怎么了"),  # forwards with no words of their own
+        ("他转：好的", "他转好的"),  # not inside a sentence
     ],
 )
 def test_each_decoration_class_is_removed(raw: str, expected: str) -> None:
