@@ -53,10 +53,10 @@ _NUMERALS = frozenset("0123456789零〇一二三四五六七八九十百千万�
 _DATE_UNITS = frozenset("年月日号时点分秒周")
 _DIGIT_RUN = re.compile(r"\d+")
 _WEEKDAY = re.compile(r"(?:星期|礼拜|周)[一二三四五六日天]")
-_NEGATIONS = frozenset("不没無无非未别莫勿否")
+_NEGATIONS = frozenset("不没無无非未别莫勿否唔冇")  # 唔 / 冇: Cantonese not / have not
 # Negators that stand alone before a verb or adjective in modern Chinese; the others (无, 非, 莫,
 # 勿, 否) negate inside dictionary words (无法, 非法) and are typo-prone on their own.
-_LONE_NEGATORS = frozenset("不没未别")
+_LONE_NEGATORS = frozenset("不没未别唔冇")
 # Words that begin with a negation character without negating anything.
 _NOT_NEGATING = frozenset(
     [
@@ -192,7 +192,7 @@ def _is_negation(text: str, start: int, end: int, lex: Lexicon) -> bool:
                      if lex.is_word(text[k:e])), text[k])
         if word in _NOT_NEGATING:
             continue
-        if len(word) > 1:
+        if len(word) > 1 or text[k] in "唔冇":  # Cantonese negators negate alone, before anything
             return True
         if text[k] in _LONE_NEGATORS and k + 1 < len(text):
             following = lex.word_at(text, k + 1, k + 2)
@@ -276,8 +276,9 @@ def _replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Le
         return "date"  # one time word for another (今天/昨天)
     word_a_real = len(word_a) > 1 and lex.is_word(word_a)
     word_b_real = len(word_b) > 1 and lex.is_word(word_b)
-    if word_a_real and len(word_a) > len(part_a) and not word_b_real:
-        return "typo"  # the earlier text's word is broken, and no word took its place
+    if (word_a_real and len(word_a) > len(part_a) and not word_b_real
+            and len(part_b) <= _TYPO_MAX):
+        return "typo"  # the earlier text's word is broken by a slip, and no word took its place
     if _is_negation(a, i1, i2, lex) != _is_negation(b, j1, j2, lex):
         return "negation"
     name_a, name_b = lex.tagged(words_a, _ENTITY_TAGS), lex.tagged(words_b, _ENTITY_TAGS)
@@ -535,11 +536,18 @@ def classify(a: str, b: str, common: Sequence[bool] | None = None) -> list[Span]
 # Spans that differ with evidence that they say the same: a slip of sound, shape or form, a
 # number written another way, a synonym.
 _EXPLAINED = frozenset({"typo", "form", "synonym"})
-# Terms of address, greetings and chat interjections that chat and comment lines put around what
-# they say: a closed class, like the particles and interjections jieba tags (`_FUNCTION_TAGS`),
-# with the interjections its dictionary tags otherwise (哈 as a surname).
-_ADDRESS = frozenset(["亲", "亲亲", "亲爱的", "您好", "你好", "客官", "在吗", "在的", "哈", "哈哈",
-                      "呵呵", "嘻嘻", "嘿嘿", "哒", "滴", "咯"])
+# What very short chat lines put around what they say without changing it: sentence-final and
+# modal particles, interjections, terms of address and greetings. A closed class, listed: a
+# tagger's guess (jieba reads Cantonese 唔 "not" and 係 "be" as particles) is not evidence here.
+# Not the particles that make a yes-no question (吗, 么, Cantonese 咩): 是的 / 是的吗 asks.
+_CHAT_DECORATION = frozenset([
+    "的", "了", "呢", "吧", "啊", "呀", "啦", "嘛", "哦", "喔", "噢", "哈", "哒", "滴",
+    "咯", "哟", "哇", "嗯", "唉", "诶", "欸", "哈哈", "呵呵", "嘻嘻", "嘿嘿", "嗯嗯", "哦哦",
+    "哎", "哎呀", "哎哟", "咦",
+    # Cantonese final particles and interjections (after the conversion to simplified script)
+    "喇", "嚹", "囖", "吖", "喎", "𡃉", "㗎", "嘅", "噃", "啫", "咋", "𠸏", "噉", "哎吔", "吔",
+    "亲", "亲亲", "亲爱的", "您好", "你好", "客官", "在吗", "在的",
+])
 
 
 def unexplained(a: str, b: str, spans: list[Span]) -> int:
@@ -556,13 +564,21 @@ def unexplained(a: str, b: str, spans: list[Span]) -> int:
 
 
 def decoration_only(a: str, b: str, spans: list[Span], common: Sequence[bool] | None) -> bool:
-    """Whether every span of a very short pair is a slip with evidence, a number's form, a
-    synonym, particles, interjections and terms of address added or dropped (好的亲 / 好的呢亲,
-    返多少 / 返多少亲), or what the stream repeats put at an edge (a repost comment: mark, 收藏了):
-    what a few characters may differ by and still say the same."""
+    """Whether every span of a very short pair is particles, interjections and terms of address
+    added or dropped (好的亲 / 好的呢亲, 返多少 / 返多少亲), what the stream repeats put at an edge
+    (a repost comment: mark, 收藏了), a number's form, or a single same-sound slip of one
+    character in a text of four characters or more: what a few characters may differ by and still
+    say the same. A word broken or replaced is not (科大 / 咁大), nor a shape's likeness
+    (上 / 今)."""
     lex = lexicon()
+    slips = 0
     for s in spans:
-        if s.kind in _EXPLAINED:
+        if s.kind == "form":
+            continue
+        if s.kind in ("typo", "synonym"):
+            # one slip of the same sound (an input method's): what else a few characters may
+            # differ by is too much of them
+            slips += 1 if s.kind == "typo" and lex.same_sound(a[s.i1:s.i2], b[s.j1:s.j2]) else 2
             continue
         if s.op == "replace":
             return False
@@ -570,10 +586,9 @@ def decoration_only(a: str, b: str, spans: list[Span], common: Sequence[bool] | 
         if s.op == "insert" and common is not None and _at_edge(a, b, s) and all(
                 common[s.j1:s.j2]):
             continue
-        if not all(tag in _FUNCTION_TAGS or word in _ADDRESS
-                   for word, tag in lex.tagged_words(part)):
+        if not all(word in _CHAT_DECORATION for word in lex.segment(part)):
             return False
-    return True
+    return slips == 0 or (slips == 1 and min(len(a), len(b)) >= 4)
 
 
 def _own(x: str, y: str) -> list[bool]:
