@@ -52,6 +52,7 @@ from .probes import (
     Answer,
     Original,
     encode_answers,
+    order_key,
     pack_original,
     unpack_answers,
     unpack_original,
@@ -150,6 +151,7 @@ class Join:
                 replayed(a.message_id, first[a.message_id][1])
         open_ids = [i for i in ids if i not in first]
         writes = WriteSet()
+        complete = []
         for ident, data in zip(open_ids, self.store.get_many("docs", [i.encode()
                                                                       for i in open_ids]),
                                strict=True):
@@ -159,9 +161,13 @@ class Join:
             if original is None or sum(not a.late for a in got.values()) < original.probes:
                 writes.put("docs", ident.encode(), _pending(original, got))
                 continue
+            complete.append((order_key(original.ts_ms, ident), original, got, data is not None))
+        # Decided in the total order, as the engine decides them: the stream's boilerplate is
+        # learnt message by message.
+        for _, original, got, was_open in sorted(complete, key=lambda item: item[0]):
             verdict = self.verdict(original, list(got.values()))
             out.append(Decided(original, verdict))
-            self._record(original, verdict, data is not None, writes)
+            self._record(original, verdict, was_open, writes)
         self.sweeper.maybe_sweep(self.store, self._max_ts, writes)
         writes.put("meta", _NEWEST, struct.pack("<q", self._max_ts))
         self.store.write(writes)
