@@ -11,14 +11,16 @@ mask of a later text's common characters: a clause added at an edge of a short t
 only in characters of its own that the stream does not repeat (`meaning._adds_content`).
 
 Counts age by generations: every `generation` messages the older of two sketches is cleared, so
-what the stream stopped saying is forgotten and the counters stay small. The sketch is a cache
-of the stream's statistics, not state: a restarted process learns it again from the stream.
-Messages are masked and counted one at a time in stream order, so the verdicts of a stream do not
-depend on how it is cut into batches.
+what the stream stopped saying is forgotten and the counters stay small (a byte each: only counts
+up to a few matter). Messages are masked and counted one at a time in stream order, so the
+verdicts of a stream do not depend on how it is cut into batches; the engine keeps the sketch in
+its state with the Bloom filter's snapshot and counts the messages stored since again after a
+restart, so a restart does not change them either.
 """
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 
 import numpy as np
@@ -26,7 +28,8 @@ import numpy as np
 from . import fingerprint as fpr
 from .jit import compiled
 
-_WIDTH_BITS = 20  # counters per row: 2^20 (two rows of two generations: 8 MiB of uint16)
+_WIDTH_BITS = 20  # counters per row: 2^20 (two rows of two generations: 4 MiB of bytes)
+_HEADER = struct.Struct("<QQ")  # messages counted, generation size
 _ROWS = 2
 _N = 3  # characters per counted n-gram
 
@@ -38,7 +41,7 @@ class Commonness:
         self.min_messages = min_messages
         self.generation = generation
         self.counted = 0
-        self._sketch = np.zeros((2, _ROWS, 1 << _WIDTH_BITS), np.uint16)
+        self._sketch = np.zeros((2, _ROWS, 1 << _WIDTH_BITS), np.uint8)
 
     def hashes(self, texts: Sequence[str]) -> list[np.ndarray]:
         """The trigram hashes of each text (none for a text shorter than a trigram)."""
@@ -58,6 +61,24 @@ class Commonness:
         boilerplate)."""
         skip = np.sort(source) if source is not None else grams[:0]
         self.counted = _count(self._sketch, grams, skip, self.counted, self.generation)
+
+    def snapshot(self) -> bytes:
+        return _HEADER.pack(self.counted, self.generation) + self._sketch.tobytes()
+
+    @classmethod
+    def restore(cls, data: bytes, min_messages: int, generation: int) -> Commonness | None:
+        """The sketch of a `snapshot`; None when it was taken with another generation size or
+        is damaged (the stored messages are then counted again from the first)."""
+        made = cls(min_messages, generation)
+        if len(data) != _HEADER.size + made._sketch.nbytes:
+            return None
+        counted, size = _HEADER.unpack_from(data)
+        if size != generation:
+            return None
+        made.counted = counted
+        made._sketch = np.frombuffer(data, np.uint8, offset=_HEADER.size).reshape(
+            made._sketch.shape).copy()
+        return made
 
 
 @compiled
@@ -97,6 +118,6 @@ def _count(sketch: np.ndarray, grams: np.ndarray, skip: np.ndarray, counted: int
             continue
         for row in range(_ROWS):
             cell = (ordered[k] >> np.uint64(_WIDTH_BITS * row)) & cells
-            if sketch[1, row, cell] < 65535:
+            if sketch[1, row, cell] < 255:
                 sketch[1, row, cell] += 1
     return counted + 1

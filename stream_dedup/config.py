@@ -122,7 +122,7 @@ class VerifySettings:
     # trigram over it was carried by this many earlier messages (of the last two generations of
     # `boilerplate_generation` messages each).
     boilerplate_messages: int = 3
-    boilerplate_generation: int = 100_000
+    boilerplate_generation: int = 20_000
     # The enabled classes of meaning change (meaning.MEANING_CLASSES names), derived from the
     # related_* flags once: every verified pair asks for them.
     meaning_classes: frozenset[str] = field(init=False, repr=False, compare=False)

@@ -47,7 +47,7 @@ from .decide import (
     unique,
 )
 from .docs import Doc, encode_doc, seq_key, ttl_key
-from .exact import ExactStage, exact_key, exact_value, text_hash
+from .exact import SNAPSHOT_KEY, ExactStage, exact_key, exact_value, text_hash
 from .expiry import expire
 from .features import features
 from .index.layout import make_layout
@@ -61,6 +61,10 @@ from .strategies import make_strategy
 FORMAT_VERSION = 1
 _META_COUNTERS = b"counters"
 _META_FORMAT = b"format"
+_META_COMMON = b"common"
+# Snapshots of what the state's records determine (the Bloom filter, the boilerplate sketch),
+# rebuilt from them when missing: caches, which a changelog of the state need not carry.
+LOCAL_SNAPSHOTS = frozenset({("meta", SNAPSHOT_KEY), ("meta", _META_COMMON)})
 STAGES = ("normalize", "exact", "fingerprint", "index", "verify", "write")
 # Tables the engine (and its expiry) reads by key only, never by range, whose keys differ in
 # their first 8 bytes (hashes): its store may keep them in hash memtables (`state.open_store`).
@@ -132,13 +136,9 @@ class Engine:
         self._check_format()
         counters = store.get_many("meta", [_META_COUNTERS])[0]
         self._next_seq, self._max_ts = struct.unpack(">Qq", counters) if counters else (1, 0)
-        vs = settings.verify
-        # The stream's boilerplate, when the rule that reads it is on: relearnt from the stream
-        # after a restart (a cache of its statistics, not state: what it would take to keep it is
-        # megabytes a checkpoint, and a changelog record too large for its topic).
-        self.commonness = (Commonness(vs.boilerplate_messages, vs.boilerplate_generation)
-                           if "added" in vs.meaning_classes else None)
-        self._rebuild_bloom(self.exact.restore())
+        covered = self.exact.restore()
+        self.commonness, counted = self._restore_commonness(covered)
+        self._rebuild(covered, counted)
         # What the engine loaded lives as long as it does (the word dictionary: ~200k objects):
         # out of the collector's sight, a full collection no longer walks it (33 ms each).
         gc.freeze()
@@ -159,11 +159,35 @@ class Engine:
                 f"this stream-dedup reads version {FORMAT_VERSION}: use a new state.path"
             )
 
-    def _rebuild_bloom(self, covered_seq: int) -> None:
-        """Add to the Bloom filter every exact record written after its snapshot."""
+    def _restore_commonness(self, covered: int) -> tuple[Commonness | None, int]:
+        """The stream's boilerplate sketch (when the rule that reads it is on) and the seq up to
+        which it counted: its snapshot when it was taken with the Bloom filter's, else empty,
+        to be counted again from the first stored message."""
+        vs = self.settings.verify
+        if "added" not in vs.meaning_classes:
+            return None, 2**64 - 1
+        data = self.store.get_many("meta", [_META_COMMON])[0]
+        seq = struct.unpack_from(">Q", data)[0] if data else -1
+        restored = (Commonness.restore(data[8:], vs.boilerplate_messages,
+                                       vs.boilerplate_generation) if seq == covered else None)
+        if restored is None:
+            return Commonness(vs.boilerplate_messages, vs.boilerplate_generation), 0
+        return restored, covered
+
+    def _rebuild(self, covered: int, counted: int) -> None:
+        """Add to the Bloom filter every exact record written after its snapshot, and count in
+        the boilerplate sketch every message stored after its own, in order, as the batches
+        that stored them did."""
         hashes, stamps = [], []
-        for key, value in self.store.scan("docs", seq_key(covered_seq + 1), seq_key(2**64 - 1)):
-            doc = Doc.decode(struct.unpack(">Q", key)[0], value)
+        for key, value in self.store.scan("docs", seq_key(min(covered, counted) + 1),
+                                          seq_key(2**64 - 1)):
+            seq = struct.unpack(">Q", key)[0]
+            doc = Doc.decode(seq, value)
+            if seq > counted and doc.indexed and self.commonness is not None:
+                self.commonness.learn(self.commonness.hashes([doc.text])[0],
+                                      self._source_grams(doc.verdict))
+            if seq <= covered:
+                continue
             hashes.append(doc.text_hash)
             stamps.append(doc.ts_ms)
             if len(hashes) >= 100_000:
@@ -172,10 +196,25 @@ class Engine:
         if hashes:
             self.exact.bloom.add(np.array(hashes, np.uint64), np.array(stamps, np.int64))
 
+    def _source_grams(self, verdict: Verdict) -> np.ndarray | None:
+        """The trigrams of the stored text a near verdict matched (None for other verdicts, or
+        when it expired)."""
+        if verdict.decision is not Decision.NEAR or verdict.matched_id is None:
+            return None
+        seq = self.store.get_many("ids", [verdict.matched_id.encode()])[0]
+        data = self.store.get_many("docs", [seq])[0] if seq is not None else None
+        if data is None or self.commonness is None:
+            return None
+        return self.commonness.hashes([Doc.peek(data)[2]])[0]
+
     def checkpoint(self) -> None:
-        """Snapshot the Bloom filter so a restart does not re-read the records."""
+        """Snapshot the Bloom filter (and the boilerplate sketch) so a restart does not re-read
+        the records."""
         writes = WriteSet()
         self.exact.snapshot(self._next_seq - 1, writes)
+        if self.commonness is not None:
+            writes.put("meta", _META_COMMON,
+                       struct.pack(">Q", self._next_seq - 1) + self.commonness.snapshot())
         self.store.write(writes)
 
     def close(self) -> None:

@@ -17,7 +17,7 @@ from .bloom import BloomSizing, RollingBloom
 from .config import ExactSettings
 from .state.store import KVStore, WriteSet
 
-_SNAPSHOT_KEY = b"bloom"
+SNAPSHOT_KEY = b"bloom"
 _U64 = struct.Struct(">Q")
 
 
@@ -52,7 +52,7 @@ class ExactStage:
 
     def restore(self) -> int:
         """Load the last snapshot; returns the seq up to which it is complete (0: none)."""
-        data = self._store.get_many("meta", [_SNAPSHOT_KEY])[0]
+        data = self._store.get_many("meta", [SNAPSHOT_KEY])[0]
         if data is None:
             return 0
         covered = _U64.unpack_from(data)[0]
@@ -63,7 +63,7 @@ class ExactStage:
         return covered
 
     def snapshot(self, covered_seq: int, writes: WriteSet) -> None:
-        writes.put("meta", _SNAPSHOT_KEY, _U64.pack(covered_seq) + self.bloom.snapshot())
+        writes.put("meta", SNAPSHOT_KEY, _U64.pack(covered_seq) + self.bloom.snapshot())
 
     def maybe_seen(self, hashes: np.ndarray, ts_ms: np.ndarray) -> np.ndarray:
         """Bloom test-and-add; True where the hash may have been seen before (or earlier here)."""

@@ -37,7 +37,7 @@ doc: the message is decided again, as the first time).
 The Bloom filter snapshot (`meta`/`bloom`, written by `Engine.checkpoint`) stays local: it is
 sized from rate and window (tens to hundreds of MB), far over Kafka's 1 MB default record
 limit, and an engine opened on a store without it rebuilds the filter from its `docs`
-(`Engine._rebuild_bloom`), which a restore has just written anyway. A directory reopened after
+(`Engine._rebuild`), which a restore has just written anyway. A directory reopened after
 its checkpoint keeps its snapshot, and only the docs restored after it are added.
 
 A flush that fails because the broker is away (or a record timed out) is retried with the
@@ -77,8 +77,8 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError, KafkaTimeoutError, TopicAlreadyExistsError
 
 from ..config import KafkaSettings, Settings
+from ..engine import LOCAL_SNAPSHOTS
 from ..errors import ServiceError
-from ..exact import _SNAPSHOT_KEY as BLOOM_SNAPSHOT_KEY
 from ..kafka.retry import Backoff, GaveUp, is_retriable
 from ..kafka.security import connect
 from ..kafka.topics import TIMEOUT_MS, admin, cluster
@@ -88,7 +88,7 @@ from . import checkpoint
 
 log = logging.getLogger(__name__)
 _TAG = {cf: bytes([i]) for i, cf in enumerate(COLUMN_FAMILIES)}
-LOCAL_ONLY = frozenset({("meta", BLOOM_SNAPSHOT_KEY)})
+LOCAL_ONLY = LOCAL_SNAPSHOTS
 RESTORE_BATCH = 20_000  # records applied to the store per write while restoring
 FLUSH_SLICE_S = 1.0  # a flush waits in slices so that a shutdown request is noticed
 

@@ -185,7 +185,9 @@ class Join:
         # id -> [distance (-1: none), anchor score, hit, shared anchors per family]
         found: dict[str, list] = {}
         for a in answers:
-            weight = int(self._weights[min(len(a.hits), len(self._weights) - 1)])
+            # the posters the engine would have seen: one a text (it never posts exact copies)
+            seen = len({h.text for h in a.hits})
+            weight = int(self._weights[min(seen, len(self._weights) - 1)])
             for h in a.hits:
                 entry = found.setdefault(h.message_id, [-1, 0, h, [0] * FAMILIES])
                 if a.kind == BLOCK:

@@ -1,0 +1,87 @@
+"""The stream's boilerplate sketch (`commonness`), and the engine's verdicts that read it: the
+same in one run, after a crash and after a clean restart."""
+
+import dataclasses
+
+import pytest
+
+from stream_dedup.commonness import Commonness
+from stream_dedup.config import Settings, VerifySettings
+from stream_dedup.engine import Engine
+from stream_dedup.records import Decision, Message
+from stream_dedup.state import MemoryStore
+
+pytestmark = pytest.mark.unit
+
+COMMENT = "这条值得关注"
+
+
+def test_a_trigram_many_messages_carry_is_common() -> None:
+    sketch = Commonness(min_messages=3, generation=1000)
+    texts = [COMMENT + body for body in ("今天天气很好", "明天下雨了", "股市上涨了", "油价下跌")]
+    masks = []
+    for text in texts:
+        grams = sketch.hashes([text])[0]
+        masks.append(sketch.mask(grams, len(text)))
+        sketch.learn(grams, None)
+    assert not masks[2].any()  # two earlier messages carried the comment
+    assert masks[3][:len(COMMENT)].all() and not masks[3][len(COMMENT):].any()
+
+
+def test_a_copy_counts_only_what_it_adds() -> None:
+    sketch = Commonness(min_messages=2, generation=1000)
+    source = "房间干净整洁早餐丰富"
+    for _ in range(3):  # copies of one text: its trigrams stay rare
+        sketch.learn(sketch.hashes([source])[0], sketch.hashes([source])[0])
+    sketch.learn(sketch.hashes([source])[0], None)
+    grams = sketch.hashes([source])[0]
+    assert not sketch.mask(grams, len(source)).any()
+
+
+def test_generations_forget_and_snapshots_restore() -> None:
+    sketch = Commonness(min_messages=1, generation=2)
+    old, new = "今天天气很好", "明天下雨了吧"
+    sketch.learn(sketch.hashes([old])[0], None)
+    for text in ("一二三四五", "六七八九十", "甲乙丙丁戊", new):  # two generations later
+        sketch.learn(sketch.hashes([text])[0], None)
+    assert not sketch.mask(sketch.hashes([old])[0], len(old)).any()
+    again = Commonness.restore(sketch.snapshot(), 1, 2)
+    assert again is not None and again.counted == sketch.counted
+    assert again.mask(again.hashes([new])[0], len(new)).all()
+    assert Commonness.restore(sketch.snapshot(), 1, 3) is None  # another generation size
+
+
+STREAM = [
+    "那把价格改下嗯嗯",
+    "好的呢不客气的哦",
+    "那把价格改下嗯嗯优惠吗买三支",  # a question added to a stock reply: related
+    COMMENT + "今天的房间很干净",
+    COMMENT + "早餐种类很丰富",
+    COMMENT + "服务员态度很好",
+    "好的呢不客气的哦" + COMMENT,  # a stock comment added: a copy
+    "亲可以在这边拍哦",
+    "亲可以在这边拍哦我们也心急呢",
+]
+
+
+def _verdicts(restart: str | None) -> list[tuple[Decision, str]]:
+    settings = dataclasses.replace(Settings(), verify=VerifySettings(boilerplate_messages=3))
+    store = MemoryStore()
+    engine = Engine(settings, store)
+    messages = [Message(f"m{i}", t, 1_700_000_000_000 + i * 1000) for i, t in enumerate(STREAM)]
+    out = [(v.decision, v.reason) for v in engine.process(messages[:5])]
+    if restart == "clean":
+        engine.checkpoint()
+    if restart:
+        engine = Engine(settings, store)  # a crash leaves no snapshot: counted again
+    out += [(v.decision, v.reason) for v in engine.process(messages[5:])]
+    return out
+
+
+def test_a_restart_changes_no_verdict() -> None:
+    alone = _verdicts(None)
+    assert alone[2] == (Decision.UNIQUE, "related: added")
+    assert alone[6][0] is Decision.NEAR
+    assert alone[8] == (Decision.UNIQUE, "related: added")
+    assert _verdicts("crash") == alone
+    assert _verdicts("clean") == alone
