@@ -141,6 +141,7 @@ def opcodes(a: str, b: str) -> list[tuple[str, int, int, int, int]]:
 def warm_up() -> None:
     """Load the language resources now (about a second) rather than inside the first batch."""
     lexicon()
+    numerals.warm_up()
 
 
 def _has_digit(text: str) -> bool:
