@@ -8,8 +8,8 @@ place for the engine, its expiry and the global scope's fingerprint stage, so al
 - for short texts, **bigram anchors**: a text of 8-20 characters with one or two changed
   characters shares no run long enough for a winnowing anchor, but most of its character
   bigrams. A text up to `short_chars` long is posted under its `anchors_stored` smallest bigrams
-  and looks up all of them; a text up to twice that long looks them up too, so a short text
-  wrapped in a repost chain or a comment still finds it;
+  and looks up all of them; a text up to half again as long looks up its smallest (twice as
+  many), so a short text wrapped in a repost chain or a comment still finds it;
 - for very short texts, **one-deletion keys**: the text itself and each text one character
   shorter (SymSpell's deletion neighbourhood), posted and looked up: two texts of a few
   characters one edit apart (a particle added, a character changed) share a key, where they may
@@ -91,11 +91,11 @@ def features(texts: Sequence[str], salts: np.ndarray, strategy: fpr.Strategy,
 
 def _bigram_anchors(texts: Sequence[str], short_chars: int,
                     longer: int) -> dict[int, np.ndarray]:
-    """Distinct character bigram hashes, ascending, of each text up to twice `short_chars` long,
-    by its index: all of a short text's, the `longer` smallest of a longer one's (a short text
+    """Distinct character bigram hashes, ascending, of each text up to half again as long as
+    `short_chars`, by its index: all of a short text's, the `longer` smallest of a longer one's (a short text
     inside it posted its own smallest bigrams, which are among the smallest of the longer text's
     too: a bottom-k sample of a superset keeps the bottom of the subset)."""
-    short = [i for i, t in enumerate(texts) if 1 < len(t) <= 2 * short_chars]
+    short = [i for i, t in enumerate(texts) if 1 < len(t) <= short_chars * 3 // 2]
     if not short:
         return {}
     grams = fpr.anchors(fpr.Batch.of([texts[i] for i in short]), 2, 1)
