@@ -92,9 +92,9 @@ def features(texts: Sequence[str], salts: np.ndarray, strategy: fpr.Strategy,
 def _bigram_anchors(texts: Sequence[str], short_chars: int,
                     longer: int) -> dict[int, np.ndarray]:
     """Distinct character bigram hashes, ascending, of each text up to half again as long as
-    `short_chars`, by its index: all of a short text's, the `longer` smallest of a longer one's (a short text
-    inside it posted its own smallest bigrams, which are among the smallest of the longer text's
-    too: a bottom-k sample of a superset keeps the bottom of the subset)."""
+    `short_chars`, by its index: all of a short text's, the `longer` smallest of a longer one's
+    (a short text inside it posted its own smallest bigrams, which are among the smallest of the
+    longer text's too: a bottom-k sample of a superset keeps the bottom of the subset)."""
     short = [i for i, t in enumerate(texts) if 1 < len(t) <= short_chars * 3 // 2]
     if not short:
         return {}
