@@ -61,10 +61,13 @@ def test_no_file_tells_the_history_of_its_own_development() -> None:
     assert not found, "\n".join(found)
 
 
-@pytest.mark.parametrize("line", [
-    "the README, session 13's figures", "fixed in issue 7", "see #42 for the plan",
-    "the stream in ../shared/bench/x.jsonl.gz", "/work/shared/design/notes.md",
-    "the acceptance targets quote these"])
+# Lines of the kind the check refuses, put together here so that this file holds none itself.
+HISTORY = ["the README, " + "session" + " 13's figures", "fixed in " + "issue" + " 7",
+           "see #" + "42 for the plan", "the stream in .." + "/shared/bench/x.jsonl.gz",
+           "/work" + "/shared/design/notes.md", "the " + "acceptance" + " targets quote these"]
+
+
+@pytest.mark.parametrize("line", HISTORY)
 def test_the_patterns_catch_history(line: str) -> None:
     assert _hits(line)
 
