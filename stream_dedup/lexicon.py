@@ -145,10 +145,6 @@ class Lexicon:
 
     # -- evidence of a typo ------------------------------------------------------------------
 
-    def pinyin(self, text: str) -> tuple[str, ...]:
-        """Toneless pinyin, the first reading of each character."""
-        return tuple(min(self.readings(ch)) for ch in text)
-
     @cache  # noqa: B019 - one lexicon per process, never released
     def readings(self, ch: str) -> frozenset[str]:
         """Every toneless reading of a character (a non-Chinese character reads as itself):
