@@ -102,6 +102,7 @@ class VerifySettings:
     min_chars: int = 8  # shorter texts match only when they differ by particles, greetings, slips
     short_chars: int = 20  # pairs of texts this short are also aligned when bigrams fail ...
     min_aligned: float = 0.8  # ... and match when this share of the shorter is explained
+    min_align_score: float = 0.6  # longer pairs of close length also, when bigrams reach this
     related_contained: bool = True  # an earlier text inside a much longer later one is related
     min_excerpt_chars: int = 20  # a later text this long inside a much longer earlier one is a dup
     # A later text that puts a passage of its own inside an earlier one is not its copy (a
@@ -383,6 +384,7 @@ def _check(s: Settings) -> None:
     need(0.0 < v.min_containment <= 1.0, "verify.min_containment", "out of range", "(0, 1]")
     need(v.max_length_ratio >= 1.0, "verify.max_length_ratio", "out of range", ">= 1")
     need(0.0 < v.min_aligned <= 1.0, "verify.min_aligned", "out of range", "(0, 1]")
+    need(0.0 < v.min_align_score <= 1.0, "verify.min_align_score", "out of range", "(0, 1]")
     need(v.short_chars >= 0, "verify.short_chars", "out of range", ">= 0")
     need(v.min_passage_chars > 2, "verify.min_passage_chars", "out of range",
          ">= 3 (a typo changes up to 2 characters)")

@@ -231,6 +231,12 @@ def _same_value(a: str, b: str, span: tuple[str, int, int, int, int]) -> bool | 
     return x == y
 
 
+def _other_value(part_a: str, part_b: str) -> bool:
+    """Both parts read as numbers, of different values (245 / 两百五十四)."""
+    x, y = numerals.value(part_a), numerals.value(part_b)
+    return x is not None and y is not None and x != y
+
+
 def _evidence_of_typo(part_a: str, part_b: str, lex: Lexicon) -> bool:
     """Positive evidence that a replaced span is a slip of the same word: the same sound under
     some reading of each character, a similar shape, or a variant form."""
@@ -256,7 +262,7 @@ def _replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Le
     part_a, part_b = a[i1:i2], b[j1:j2]
     if _same_value(a, b, span):
         return "form"  # a number written another way (4000 / 四千 / 4千)
-    if _has_digit(part_a) and _has_digit(part_b):
+    if (_has_digit(part_a) and _has_digit(part_b)) or _other_value(part_a, part_b):
         return _number_kind(a, b, span, lex)
     if max(len(part_a), len(part_b)) >= _MATERIAL_MIN:  # a rewritten or cut passage
         return "material" if i1 == 0 or i2 == len(a) or j1 == 0 or j2 == len(b) else "edit"
@@ -613,7 +619,7 @@ def added_passage(a: str, b: str, spans: list[Span], min_chars: int) -> Span | N
     ends = [0] + [s.i2 for s in spans]
     starts = [s.i1 for s in spans] + [len(a)]
     inside = [s for n, s in enumerate(spans)
-              if not (s.changes_meaning or s.kind in ("reorder", "swap"))
+              if not (s.changes_meaning or s.kind in ("reorder", "swap") or s.kind in _EXPLAINED)
               and s.j2 - s.j1 > _TYPO_MAX and min(s.i1 - ends[n], starts[n + 1] - s.i2) >= _INSIDE]
     if not inside:
         return None

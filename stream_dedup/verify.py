@@ -46,6 +46,8 @@ _HOW = ("", "jaccard", "containment", "contained")
 _NONE, _JACCARD, _CONTAINMENT, _CONTAINED = range(len(_HOW))
 
 
+_SLIPS = 2  # characters a longer aligned pair may differ by without evidence
+
 Measured = tuple[float, str, float]  # (score, how it matches: see `_score`, bigram Jaccard)
 
 
@@ -187,6 +189,14 @@ def _short_pair(a: str, b: str, settings: VerifySettings) -> bool:
     return 2 * len(set(a) & set(b)) >= len(set(shorter))
 
 
+def _nearly(a: str, b: str, score: float, settings: VerifySettings) -> bool:
+    """Texts of close length whose bigram score falls short by a little (`min_align_score`): a
+    few slips, or a number spelled another way (245 / 两百四十五), cost a text more bigrams
+    than characters."""
+    short, long_ = sorted((len(a), len(b)))
+    return score >= settings.min_align_score and long_ <= short * settings.max_length_ratio
+
+
 def _very_short(a: str, b: str, score: float, settings: VerifySettings,
                 common: Sequence[bool] | None) -> Check:
     """A pair with a text under `min_chars`: a near copy only when what differs is a slip with
@@ -219,10 +229,13 @@ def verify(a: str, b: str, settings: VerifySettings, measured: Measured | None =
     spans = None
     if not how and _few_substitutions(a, b):
         how = "substitution"  # a short text with a typo or two loses too many bigrams
-    elif not how and _short_pair(a, b, settings):
+    elif not how and ((short := _short_pair(a, b, settings)) or _nearly(a, b, score, settings)):
         spans = classify(a, b, common)
-        if 1 - unexplained(a, b, spans) / min(len(a), len(b)) >= settings.min_aligned:
-            how = "aligned"  # a short copy: what differs is explained, bigrams are too few
+        left = unexplained(a, b, spans)
+        # A short copy: what differs is explained, bigrams are too few. A longer one: only a
+        # slip or two left unexplained (a phrase rewritten inside is another text's business).
+        if 1 - left / min(len(a), len(b)) >= settings.min_aligned and (short or left <= _SLIPS):
+            how = "aligned"
     if not how:
         return Check(False, score)
     spans = spans if spans is not None else classify(a, b, common)

@@ -1,0 +1,41 @@
+"""Alignment when bigrams fall short (`verify.min_align_score`): a longer text of close length
+whose copy spells a number another way or carries a slip or two still matches, a number changed
+is still only related, and a phrase rewritten inside is not a copy."""
+
+import pytest
+
+from stream_dedup.config import VerifySettings, settings_from_dict
+from stream_dedup.errors import ConfigError
+from stream_dedup.normalize import Normalizer
+from stream_dedup.verify import Check, verify
+
+pytestmark = pytest.mark.unit
+NORM = Normalizer()
+HEADLINE = "沪指午后跌至3124点 两市成交额放大到8765亿元"
+
+
+def check(first: str, second: str, settings: VerifySettings | None = None) -> Check:
+    return verify(NORM.normalize(first), NORM.normalize(second), settings or VerifySettings())
+
+
+def test_a_number_spelled_out_in_a_longer_text_matches() -> None:
+    later = HEADLINE.replace("8765", "八千七百六十五")
+    assert check(HEADLINE, later).duplicate
+    # without alignment of longer texts the same pair fails the bigram measures
+    assert not check(HEADLINE, later, VerifySettings(min_align_score=1.0)).duplicate
+
+
+def test_a_number_changed_while_spelled_out_is_related() -> None:
+    result = check(HEADLINE, HEADLINE.replace("8765", "八千七百五十六"))
+    assert not result.duplicate and result.guard == "number"
+
+
+def test_a_phrase_rewritten_inside_and_the_end_cut_is_not_a_copy() -> None:
+    earlier = "省人大常委会副主任王建国在座谈会上作了重要讲话。"
+    later = "省人大常委会副主任王建国等人出席了座谈。"
+    assert not check(earlier, later).duplicate
+
+
+def test_the_score_is_checked() -> None:
+    with pytest.raises(ConfigError, match=r"verify\.min_align_score"):
+        settings_from_dict({"verify": {"min_align_score": 0}})
