@@ -93,6 +93,7 @@ _MATERIAL_MIN = 5  # characters: a longer span added or cut inside the text is m
 _TYPO_MAX = 2  # characters: the most a typo changes
 _INSIDE = 4  # characters: shared text on each side that puts a span inside a text, off its edges
 _NEIGHBOURHOOD = 6  # characters around a span whose segmentation decides the word that covers it
+_SEARCHED = 24  # characters: a shorter text's bigrams are searched for in another, not hashed
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 
 
@@ -602,10 +603,12 @@ def _own(x: str, y: str) -> list[bool]:
     """Per character of `x`, whether it is content of x's own: a Chinese character that no
     character bigram of `y` covers. Text that `y` has elsewhere (a moved clause) is not; digits,
     letters and emoji codes never are (the meaning classes and normalization judge those)."""
-    pairs = {y[k : k + 2] for k in range(len(y) - 1)}
+    # A bigram of y is a substring of y: a short x searches y for each of its few bigrams
+    # (C speed), a long one looks them up in y's set.
+    found = y if len(x) <= _SEARCHED else {y[k : k + 2] for k in range(len(y) - 1)}
     own = [bool(_HAN.match(c)) for c in x]
     for k in range(len(x) - 1):
-        if x[k : k + 2] in pairs:
+        if x[k : k + 2] in found:
             own[k] = own[k + 1] = False
     return own
 
