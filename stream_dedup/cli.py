@@ -538,7 +538,7 @@ def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
-    from .kafka.run import serve
+    from .runtime.run import serve
 
     serve(settings, args.state)
     return 0
@@ -547,7 +547,8 @@ def cmd_run(args: argparse.Namespace, settings: Settings) -> int:
 def cmd_stage(args: argparse.Namespace, settings: Settings) -> int:
     from dataclasses import replace
 
-    from .scale.stages import check_scope, run_stage
+    from .runtime.stage import run_stage
+    from .scale.stages import check_scope
 
     check_scope(settings)
     if args.state:
@@ -587,7 +588,7 @@ def cmd_topics(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_demo(args: argparse.Namespace, settings: Settings) -> int:
-    from .kafka.demo import default_input, run_demo
+    from .tools.demo import default_input, run_demo
 
     run_demo(settings, args.config, Path(args.input) if args.input else default_input(),
              args.port, args.keep_running, args.rate, args.json, sys.stdout, sys.stderr)
@@ -605,7 +606,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                    "produce": cmd_produce, "topics": cmd_topics, "demo": cmd_demo,
                    "stage": cmd_stage}[args.command]
         if args.command in KAFKA_COMMANDS:
-            from .kafka.run import quiet_kafka_logs
+            from .runtime.lifecycle import quiet_kafka_logs
 
             quiet_kafka_logs()
         return handler(args, settings)

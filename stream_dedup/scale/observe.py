@@ -185,7 +185,7 @@ class StageMetrics(NullMeter):
     def serve(self, port: int, address: str = "0.0.0.0", ready_check: ReadyCheck | None = None,
               **security: Any) -> MetricsServer:
         """`/metrics`, `/healthz` and `/readyz` on one port (as `ServiceMetrics.serve`, so
-        `kafka.run.start_metrics_port` starts it with the `metrics.*` settings)."""
+        `runtime.lifecycle.start_metrics_port` starts it with the `metrics.*` settings)."""
         return serve(self.registry, port, address, ready_check, **security)
 
 

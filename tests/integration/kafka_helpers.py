@@ -21,11 +21,11 @@ from stream_dedup.config import KafkaSettings, Settings
 from stream_dedup.engine import Engine
 from stream_dedup.kafka.produce import new_producer, send_lines
 from stream_dedup.kafka.retry import Backoff, Shutdown
-from stream_dedup.kafka.service import Service
 from stream_dedup.kafka.sink import KafkaSink
 from stream_dedup.kafka.source import KafkaSource
 from stream_dedup.kafka.topics import LagWatch
 from stream_dedup.records import Message, Verdict
+from stream_dedup.runtime.service import Service
 from stream_dedup.state import MemoryStore, open_store
 
 REPO = Path(__file__).resolve().parents[2]

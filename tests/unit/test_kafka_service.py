@@ -18,8 +18,8 @@ from stream_dedup.errors import ConfigError
 from stream_dedup.kafka.headers import as_dict, kept, verdict_headers
 from stream_dedup.kafka.retry import Backoff, GaveUp, Shutdown
 from stream_dedup.kafka.route import Output
-from stream_dedup.kafka.service import Service
 from stream_dedup.records import Decision, Verdict
+from stream_dedup.runtime.service import Service
 from stream_dedup.state import MemoryStore
 
 pytestmark = pytest.mark.unit
@@ -332,7 +332,7 @@ def test_headers_are_built_in_order_with_their_exact_bytes() -> None:
 def test_the_gil_switch_interval_follows_the_batch_size() -> None:
     """A thin input (small batches) lets kafka-python's threads in often, for latency; a backlog
     (large batches) lets the engine run longer between switches, for throughput."""
-    from stream_dedup.kafka import service as service_module
+    from stream_dedup.runtime import service as service_module
 
     small = [rec(0, i, f"s{i}", f"{TEXT}{i}") for i in range(3)]
     large = [rec(1, i, f"l{i}", f"{TEXT}{i}") for i in range(service_module.BACKLOG_RECORDS)]

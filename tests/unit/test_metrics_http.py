@@ -82,12 +82,12 @@ def test_close_releases_the_port(registry) -> None:
 
 
 def test_json_log_lifts_key_value_fields_and_keeps_the_message() -> None:
-    record = logging.LogRecord("stream_dedup.kafka.service", logging.INFO, __file__, 1,
+    record = logging.LogRecord("stream_dedup.runtime.service", logging.INFO, __file__, 1,
                                "progress records=%d unique=%d level=%s", (120, 80, "x"), None)
     out = json.loads(JsonFormatter().format(record))
     assert out["message"] == "progress records=120 unique=80 level=x"
     assert out["records"] == "120" and out["unique"] == "80"
-    assert out["level"] == "INFO" and out["logger"] == "stream_dedup.kafka.service"
+    assert out["level"] == "INFO" and out["logger"] == "stream_dedup.runtime.service"
     assert out["time"].endswith("+00:00")
 
 

@@ -220,7 +220,7 @@ def test_metrics_security_settings(cert: tuple[str, str]) -> None:
     m = settings_from_dict({"metrics": {"tls_certfile": cert[0], "tls_keyfile": cert[1],
                                         "basic_auth_user": "prom",
                                         "basic_auth_password_env": "M_PW"}}, {}).metrics
-    from stream_dedup.kafka.run import metrics_security, metrics_url
+    from stream_dedup.runtime.lifecycle import metrics_security, metrics_url
 
     assert metrics_url(m, 9108) == "https://127.0.0.1:9108/metrics"
     with pytest.raises(ConfigError, match="M_PW is not set"):

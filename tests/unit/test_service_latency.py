@@ -27,9 +27,9 @@ from stream_dedup.errors import ServiceError
 from stream_dedup.health import Readiness
 from stream_dedup.kafka.observe import CONDITIONS
 from stream_dedup.kafka.retry import Backoff, Shutdown
-from stream_dedup.kafka.service import Service
 from stream_dedup.kafka.sink import KafkaSink
 from stream_dedup.kafka.source import BACKLOG_RECORDS, KafkaSource
+from stream_dedup.runtime.service import Service
 from stream_dedup.state import MemoryStore
 
 pytestmark = pytest.mark.unit

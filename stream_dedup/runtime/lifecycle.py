@@ -1,31 +1,25 @@
-"""`stream-dedup run`: wire the engine, the consumer, the producer, the metrics and the
-metrics port (`/metrics`, `/healthz`, `/readyz`) into the service, with signal handling, and run it
-until SIGTERM or SIGINT."""
+"""The lifecycle every long-running command shares (`stream-dedup run` and each stage of
+`scope: global`): stop on SIGTERM/SIGINT, retry the broker with a backoff that marks it
+unreachable, serve the metrics port, refuse to start without the configured topics, and close
+every part even when one of them fails."""
 
 from __future__ import annotations
 
 import logging
 import signal
 import ssl
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from types import FrameType
 from typing import Any, Protocol
 
-from kafka.consumer.subscription_state import ConsumerRebalanceListener
-from prometheus_client import CollectorRegistry
-
-from ..config import MetricsSettings, Settings
-from ..engine import open_engine
-from ..engine_process import EngineProcess
+from ..config import KafkaSettings, MetricsSettings
 from ..errors import ConfigError, ServiceError
 from ..health import MetricsServer, Readiness, ReadyCheck, tls_context
-from ..metrics import ServiceMetrics
-from ..scale.partitioned import open_partitioned
+from ..kafka.observe import BROKER_REACHABLE
+from ..kafka.retry import Backoff, Shutdown, Throttle
 from ..secret import read_secret
-from .observe import BROKER_REACHABLE, CONDITIONS, STATE_OPEN
-from .retry import Backoff, Shutdown, Throttle
-from .service import Decider, Service, ServiceStats
-from .sink import KafkaSink
-from .source import KafkaSource
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +68,10 @@ def metrics_security(m: MetricsSettings) -> dict[str, Any]:
 
 
 class ServesMetrics(Protocol):
-    """What the metrics port needs: `ServiceMetrics` of `run`, `StageMetrics` of the stages."""
+    """What the lifecycle needs of the metrics: `ServiceMetrics` of `run`, `StageMetrics` of the
+    stages."""
+
+    def count_error(self, kind: str) -> None: ...
 
     def serve(self, port: int, address: str = "0.0.0.0", ready_check: ReadyCheck | None = None,
               **security: Any) -> MetricsServer: ...
@@ -96,68 +93,73 @@ def start_metrics_port(metrics: ServesMetrics, m: MetricsSettings,
     return server
 
 
-def open_decider(settings: Settings, root: str,
-                 backoff: Backoff) -> tuple[Decider, ConsumerRebalanceListener | None]:
-    """The engine of `scale.scope` and the rebalance listener it needs: one engine over every
-    partition (`process`; in a child process with `engine.process: child`), or one per
-    partition restored from its changelog (`key`)."""
-    scope = settings.scale.scope
-    if scope == "global":
-        raise ConfigError("scale.scope", "'global' runs as three stages, not as `run`",
-                          "process or key for `stream-dedup run`")
-    if scope == "key":
-        engines = open_partitioned(settings, root, backoff)
-        return engines, engines
-    if settings.engine.process == "child":
-        return EngineProcess(settings, root), None
-    return open_engine(settings, root), None
+def require_topics(k: KafkaSettings, wanted: Collection[str], existing: Collection[str],
+                   how: str = "same --config") -> None:
+    """Fail at start, naming them, when topics the process reads or writes do not exist (the
+    producer would otherwise block on them batch after batch)."""
+    missing = sorted(set(wanted) - set(existing))
+    if missing:
+        raise ServiceError(f"topic(s) {', '.join(missing)} do not exist on "
+                           f"{k.bootstrap_servers}: create them with `stream-dedup topics "
+                           f"create` ({how})")
 
 
-def serve(settings: Settings, state_path: str | None = None) -> ServiceStats:
-    """Run the service in this (main) thread until SIGTERM/SIGINT; returns its totals."""
-    k = settings.kafka
-    shutdown = Shutdown(k.shutdown_timeout_s)
+def close_all(parts: Sequence[tuple[str, Callable[[], None] | None]]) -> Exception | None:
+    """Close each part in order (None: never opened), even when an earlier one fails; each
+    failure is logged, the first one returned."""
+    first: Exception | None = None
+    for what, close in parts:
+        if close is None:
+            continue
+        try:
+            close()
+        except Exception as exc:
+            log.warning("closing the %s failed: %s", what, exc)
+            first = first or exc
+    return first
+
+
+@contextmanager
+def stop_on_signals(shutdown: Shutdown) -> Iterator[None]:
+    """SIGTERM and SIGINT request `shutdown` (the batch finishes, then the loop stops) while
+    the block runs; the previous handlers are restored after it."""
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         log.info("%s received: finishing the batch, then stopping", signal.Signals(signum).name)
         shutdown.request()
 
-    metrics = ServiceMetrics(CollectorRegistry(), settings, topics=k.input_topics)
-    ready = Readiness(*CONDITIONS)
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+@dataclass(frozen=True, slots=True)
+class Lifecycle:
+    """What a running process hands to its loop: the stop request and the broker backoff."""
+
+    shutdown: Shutdown
+    backoff: Backoff
+
+
+@contextmanager
+def lifecycle(k: KafkaSettings, m: MetricsSettings, metrics: ServesMetrics,
+              ready: Readiness) -> Iterator[Lifecycle]:
+    """Signals, backoff and metrics port around a process's run: a failed broker call counts a
+    "broker" error and clears "broker reachable" until the next success."""
+    shutdown = Shutdown(k.shutdown_timeout_s)
 
     def on_retry(what: str, exc: BaseException) -> None:
         metrics.count_error("broker")
         ready.set(BROKER_REACHABLE, False, f"{what} failed: {exc}")
 
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-    server = None
-    try:
-        server = start_metrics_port(metrics, settings.metrics, ready)
+    with stop_on_signals(shutdown):
         backoff = Backoff(k.retry_backoff_s, k.retry_backoff_max_s, shutdown.expired,
                           on_retry=on_retry)
-        st = settings.state
-        engine, listener = open_decider(settings, state_path or st.path, backoff)
-        ready.set(STATE_OPEN, True)
+        server = start_metrics_port(metrics, m, ready)
         try:
-            source = KafkaSource(k, backoff, metrics, ready, listener)
-            sink = KafkaSink(k, backoff, metrics, ready)
-        except BaseException:
-            engine.close()
-            raise
-        service = Service(settings, engine, source, sink, shutdown, metrics, ready)
-        try:
-            service.check_topics()
-        except BaseException:
-            service.close()
-            raise
-        log.info("running state=%s inputs=%s output=%s duplicates=%s dead_letters=%s scope=%s%s",
-                 state_path or st.path, ",".join(k.input_topics), k.output_topic,
-                 k.duplicates_topic, k.dead_letter_topic, settings.scale.scope,
-                 f" engine={settings.engine.process}" if settings.scale.scope == "process"
-                 else "")
-        return service.run()
-    finally:
-        if server is not None:
-            server.close()
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+            yield Lifecycle(shutdown, backoff)
+        finally:
+            close_all([("metrics port", server and server.close)])

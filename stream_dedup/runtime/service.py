@@ -68,13 +68,13 @@ from typing import Any, Protocol
 
 from .. import collector
 from ..config import Settings
-from ..errors import ServiceError
+from ..kafka.observe import NULL_METER, NULL_READY, STATE_OPEN, Meter, Ready
+from ..kafka.retry import GaveUp, Shutdown
+from ..kafka.route import InputRecord, Output, decode_batch, next_offsets, route
+from ..kafka.source import BACKLOG_RECORDS
+from ..kafka.topics import configured_topics
 from ..records import DeadLetter, Message, Verdict
-from .observe import NULL_METER, NULL_READY, STATE_OPEN, Meter, Ready
-from .retry import GaveUp, Shutdown
-from .route import InputRecord, Output, decode_batch, next_offsets, route
-from .source import BACKLOG_RECORDS
-from .topics import configured_topics
+from .lifecycle import close_all, require_topics
 
 log = logging.getLogger(__name__)
 # How long the engine (the main thread) may hold the GIL before kafka-python's I/O threads (the
@@ -197,11 +197,7 @@ class Service:
         topics, so that the first batches do not wait for it."""
         k = self.settings.kafka
         wanted = configured_topics(k)
-        missing = sorted(set(wanted) - self.source.topics())
-        if missing:
-            raise ServiceError(
-                f"topic(s) {', '.join(missing)} do not exist on {k.bootstrap_servers}: "
-                "create them with `stream-dedup topics create` (same --config)")
+        require_topics(k, wanted, self.source.topics())
         self.sink.prepare(wanted[len(k.input_topics):])
 
     def run(self) -> ServiceStats:
@@ -354,14 +350,8 @@ class Service:
         """Leave the group, close the producer, checkpoint and close the state. Each is tried
         even when an earlier one fails; the first failure is raised after all were tried."""
         self.ready.set(STATE_OPEN, False, "the service is stopping")
-        first: Exception | None = None
-        for what, close in (("batch in flight", self._complete_last),
-                            ("consumer", self.source.close), ("producer", self.sink.close),
-                            ("engine", self.engine.close)):
-            try:
-                close()
-            except Exception as exc:
-                log.warning("closing the %s failed: %s", what, exc)
-                first = first or exc
+        first = close_all([("batch in flight", self._complete_last),
+                           ("consumer", self.source.close), ("producer", self.sink.close),
+                           ("engine", self.engine.close)])
         if first is not None:
             raise first

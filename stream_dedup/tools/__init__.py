@@ -1,0 +1,1 @@
+"""Commands around the service that are no part of a message's path: the local demo."""
