@@ -71,7 +71,7 @@ from kafka import KafkaConsumer, TopicPartition
 
 from stream_dedup.config import EngineSettings, KafkaSettings, Settings
 from stream_dedup.decode import decode
-from stream_dedup.engine import open_engine
+from stream_dedup.engine.batch import open_engine
 from stream_dedup.kafka.broker import LocalBroker
 from stream_dedup.kafka.produce import new_producer, send_lines
 from stream_dedup.kafka.retry import Backoff, Shutdown

@@ -37,7 +37,7 @@ import results
 
 from stream_dedup.config import KafkaSettings, Settings
 from stream_dedup.decode import decode
-from stream_dedup.engine import Engine
+from stream_dedup.engine.batch import Engine
 from stream_dedup.kafka.topics import admin
 from stream_dedup.records import Message
 from stream_dedup.scale.changelog import (

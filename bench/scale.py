@@ -20,10 +20,10 @@ import numpy as np
 import results
 
 from stream_dedup.config import Settings
-from stream_dedup.engine import LOOKUPS_ONLY
-from stream_dedup.index.layout import make_layout
-from stream_dedup.index.probe import AnchorQuery, BatchProbe
-from stream_dedup.index.tables import ENTRY, bucket_key
+from stream_dedup.engine.batch import LOOKUPS_ONLY
+from stream_dedup.engine.index.layout import make_layout
+from stream_dedup.engine.index.probe import AnchorQuery, BatchProbe
+from stream_dedup.engine.index.tables import ENTRY, bucket_key
 from stream_dedup.state import WriteSet, open_store
 
 

@@ -36,8 +36,8 @@ from kafka import KafkaConsumer, TopicPartition
 
 from stream_dedup.config import KafkaSettings, Settings
 from stream_dedup.decode import decode
-from stream_dedup.engine import Engine
-from stream_dedup.index.layout import make_layout
+from stream_dedup.engine.batch import Engine
+from stream_dedup.engine.index.layout import make_layout
 from stream_dedup.kafka.headers import MATCHED_ID, VERDICT
 from stream_dedup.kafka.produce import new_producer, send_lines
 from stream_dedup.kafka.topics import create_topics, record_counts

@@ -20,12 +20,12 @@ from typing import TextIO
 from . import __version__
 from .config import Settings, load_config
 from .decode import decode
-from .docs import seq_key
-from .engine import Engine, open_engine
+from .engine.batch import Engine, open_engine
+from .engine.stored import seq_key
 from .errors import StreamDedupError
 from .files import count_lines, read_lines
-from .logs import LOG_FORMATS, configure
-from .metrics import FILE_TOPIC, ServiceMetrics
+from .ops.logs import LOG_FORMATS, configure
+from .ops.metrics import FILE_TOPIC, ServiceMetrics
 from .records import DeadLetter, Message, Verdict
 from .state import open_store
 
@@ -254,7 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _strategies(value: str) -> tuple[str, ...]:
-    from .eval.compare import parse_strategies
+    from .tools.eval.compare import parse_strategies
 
     return parse_strategies(value)
 
@@ -450,11 +450,11 @@ def _file_metrics(settings: Settings) -> ServiceMetrics:
 def cmd_check(args: argparse.Namespace, settings: Settings) -> int:
     from dataclasses import replace
 
-    from .fingerprint import Batch, simhash
-    from .index.layout import hamming
-    from .meaning import classify
-    from .normalize import Normalizer
-    from .verify import similarity
+    from .engine.fingerprint import Batch, simhash
+    from .engine.index.layout import hamming
+    from .engine.meaning import classify
+    from .engine.normalize import Normalizer
+    from .engine.verify import similarity
 
     settings = replace(settings, state=replace(settings.state, backend="memory"))
     norm = Normalizer(settings.normalize)
@@ -478,14 +478,14 @@ def cmd_check(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
-    from .eval.command import run_eval
+    from .tools.eval.command import run_eval
 
     return run_eval(args, settings)
 
 
 def cmd_fit(args: argparse.Namespace, settings: Settings) -> int:
-    from .normalize import Normalizer
-    from .strategies.fit import fit
+    from .engine.normalize import Normalizer
+    from .engine.strategies.fit import fit
 
     normalizer = Normalizer(settings.normalize)
     progress = Progress(True)
@@ -512,7 +512,7 @@ def _with_bootstrap(settings: Settings, bootstrap: str | None) -> Settings:
 
 
 def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
-    from . import audit
+    from .tools import audit
 
     if args.target[0] == "score":
         if len(args.target) != 2:

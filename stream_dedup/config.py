@@ -20,8 +20,8 @@ from typing import Any, Literal, get_args, get_origin
 
 import yaml
 
+from .engine.normalize import NormalizeSettings
 from .errors import ConfigError, ConfigFileError
-from .normalize import NormalizeSettings
 
 ENV_PREFIX = "STREAM_DEDUP__"
 

@@ -1,10 +1,10 @@
 """What the service reports while it runs, behind two small Protocols.
 
-`Meter` is the part of `stream_dedup.metrics.ServiceMetrics` the loop, the source and the sink
-call; `Ready` is `stream_dedup.health.Readiness` as they set it. `stream-dedup run` passes the real
-ones (`run.serve`); everything else (unit tests with fakes, the benchmark, embedding code) gets the
-null objects below by default, so the reporting calls are made unconditionally and cost nothing
-when nobody watches.
+`Meter` is the part of `stream_dedup.ops.metrics.ServiceMetrics` the loop, the source and the
+sink call; `Ready` is `stream_dedup.ops.health.Readiness` as they set it. `stream-dedup run` passes
+the real ones (`runtime.run.serve`); everything else (unit tests with fakes, the benchmark,
+embedding code) gets the null objects below by default, so the reporting calls are made
+unconditionally and cost nothing when nobody watches.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from kafka.errors import KafkaError
 
 from ..config import KafkaSettings
 from ..errors import ServiceError
-from ..secret import Secret, read_secret
+from ..ops.secret import Secret, read_secret
 
 AUTH_HINT = ("check kafka.sasl_username, the password in kafka.sasl_password_env / "
              "kafka.sasl_password_file and kafka.sasl_mechanism")

@@ -16,10 +16,10 @@ from typing import Any, Protocol
 
 from ..config import KafkaSettings, MetricsSettings
 from ..errors import ConfigError, ServiceError
-from ..health import MetricsServer, Readiness, ReadyCheck, tls_context
 from ..kafka.observe import BROKER_REACHABLE
 from ..kafka.retry import Backoff, Shutdown, Throttle
-from ..secret import read_secret
+from ..ops.health import MetricsServer, Readiness, ReadyCheck, tls_context
+from ..ops.secret import read_secret
 
 log = logging.getLogger(__name__)
 

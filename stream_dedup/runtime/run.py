@@ -10,16 +10,16 @@ from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from prometheus_client import CollectorRegistry
 
 from ..config import Settings
-from ..engine import open_engine
-from ..engine_process import EngineProcess
+from ..engine.batch import open_engine
 from ..errors import ConfigError
-from ..health import Readiness
 from ..kafka.observe import CONDITIONS, STATE_OPEN
 from ..kafka.retry import Backoff
 from ..kafka.sink import KafkaSink
 from ..kafka.source import KafkaSource
-from ..metrics import ServiceMetrics
+from ..ops.health import Readiness
+from ..ops.metrics import ServiceMetrics
 from ..scale.partitioned import open_partitioned
+from .engine_process import EngineProcess
 from .lifecycle import lifecycle
 from .service import Decider, Service, ServiceStats
 

@@ -116,10 +116,10 @@ class Sink(Protocol):
 
 
 class Decider(Protocol):
-    """The engine as the service uses it (`stream_dedup.engine.Engine`). One whose `pipelined`
+    """The engine as the service uses it (`stream_dedup.engine.batch.Engine`). One whose `pipelined`
     is true also has `prepare(messages)` (made while the batch before is decided),
     `submit(prepared)` and `result() -> list[Verdict]`, a batch at a time
-    (`stream_dedup.engine_process.EngineProcess`)."""
+    (`stream_dedup.runtime.engine_process.EngineProcess`)."""
 
     def process(self, messages: Sequence[Message]) -> list[Verdict]: ...
     def close(self) -> None: ...

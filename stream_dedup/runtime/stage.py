@@ -40,11 +40,11 @@ from typing import Protocol
 from prometheus_client import CollectorRegistry
 
 from ..config import KafkaSettings, Settings
-from ..health import Readiness
 from ..kafka.retry import Backoff, GaveUp
 from ..kafka.route import InputRecord, Output, next_offsets
 from ..kafka.sink import KafkaSink
 from ..kafka.source import KafkaSource
+from ..ops.health import Readiness
 from ..scale.changelog import RestoreReport
 from ..scale.observe import CONDITIONS, LOOP_RUNNING, STATE_RESTORED, StageMetrics
 from .lifecycle import Lifecycle, close_all, lifecycle, require_topics

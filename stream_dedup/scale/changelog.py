@@ -77,7 +77,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError, KafkaTimeoutError, TopicAlreadyExistsError
 
 from ..config import KafkaSettings, Settings
-from ..engine import LOCAL_SNAPSHOTS
+from ..engine.batch import LOCAL_SNAPSHOTS
 from ..errors import ServiceError
 from ..kafka.retry import Backoff, GaveUp, is_retriable
 from ..kafka.security import connect

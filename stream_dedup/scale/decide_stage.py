@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
-from .. import meaning
 from ..config import Settings
+from ..engine import meaning
 from ..kafka.retry import Backoff
 from ..kafka.route import InputRecord, Output, route
 from ..records import Message

@@ -29,9 +29,11 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from ..commonness import Commonness
 from ..config import Settings
-from ..decide import (
+from ..engine.commonness import Commonness
+from ..engine.features import FAMILIES
+from ..engine.stored import Doc
+from ..engine.verdict import (
     Candidate,
     anchor_need,
     anchor_weights,
@@ -41,11 +43,9 @@ from ..decide import (
     rank_key,
     source_seq,
 )
-from ..docs import Doc
-from ..features import FAMILIES
+from ..engine.verify import similarities, warm_up
 from ..records import Verdict
 from ..state.store import KVStore, WriteSet
-from ..verify import similarities, warm_up
 from .probes import (
     BLOCK,
     EXACT,

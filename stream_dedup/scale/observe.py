@@ -25,10 +25,10 @@ from prometheus_client import Counter as PromCounter
 from prometheus_client.process_collector import ProcessCollector
 
 from ..config import Settings
-from ..health import MetricsServer, ReadyCheck, serve
 from ..kafka.observe import BROKER_REACHABLE, PARTITIONS_ASSIGNED, NullMeter
 from ..kafka.route import Output
-from ..metrics import ERROR_KINDS, STAGE_BUCKETS, register_build_info
+from ..ops.health import MetricsServer, ReadyCheck, serve
+from ..ops.metrics import ERROR_KINDS, STAGE_BUCKETS, register_build_info
 from ..state.store import KVStore, WriteSet
 from .changelog import RestoreReport
 

@@ -3,8 +3,9 @@
 Each (topic, partition) this process owns has its own RocksDB directory
 (`<state.path>/<topic>-<partition>`) wrapped in a `ChangelogStore` writing to the same partition
 number of the input topic's changelog (`scale.changelog_topic`, compacted, as many partitions
-as the input). Messages are scoped by their key (`Message.scope`, see `stream_dedup.scope`), so
-two messages with different keys never match, and a key's messages share a partition.
+as the input). Messages are scoped by their key (`Message.scope`, see
+`stream_dedup.engine.scope`), so two messages with different keys never match, and a key's
+messages share a partition.
 
 Opening a partition (`changelog.open_state`), before any of its records is decided: when the
 directory was closed cleanly in sync with the changelog (its checkpoint file), only the changelog
@@ -41,7 +42,7 @@ from kafka import KafkaProducer, TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 
 from ..config import Settings
-from ..engine import Engine, EngineStats
+from ..engine.batch import Engine, EngineStats
 from ..kafka.retry import Backoff
 from ..kafka.topics import admin
 from ..records import Message, Verdict

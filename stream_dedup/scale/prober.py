@@ -16,14 +16,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import fingerprint as fpr
 from ..config import Settings
-from ..exact import text_hash
-from ..features import FAMILIES, features
-from ..index.layout import make_layout
-from ..normalize import Normalizer
+from ..engine import fingerprint as fpr
+from ..engine.exact import text_hash
+from ..engine.features import FAMILIES, features
+from ..engine.index.layout import make_layout
+from ..engine.normalize import Normalizer
+from ..engine.strategies import make_strategy
 from ..records import Message
-from ..strategies import make_strategy
 from .probes import ANCHOR, BLOCK, EXACT, LOOKUP, Probe
 
 

@@ -14,8 +14,8 @@ from conftest import service_unavailable
 from prometheus_client import CollectorRegistry, generate_latest
 
 from stream_dedup.config import Settings
-from stream_dedup.engine import Engine
-from stream_dedup.metrics import ServiceMetrics
+from stream_dedup.engine.batch import Engine
+from stream_dedup.ops.metrics import ServiceMetrics
 from stream_dedup.records import Message
 from stream_dedup.state import MemoryStore
 

@@ -44,7 +44,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from stream_dedup.config import Settings
 from stream_dedup.decode import decode
-from stream_dedup.engine import Engine
+from stream_dedup.engine.batch import Engine
 from stream_dedup.kafka import headers as h
 from stream_dedup.kafka.produce import key_of, new_producer
 from stream_dedup.kafka.topics import group_lag, record_counts

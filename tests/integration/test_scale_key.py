@@ -40,7 +40,7 @@ from kafka_helpers import (
 
 from stream_dedup.config import KafkaSettings, ScaleSettings
 from stream_dedup.decode import decode
-from stream_dedup.engine import Engine
+from stream_dedup.engine.batch import Engine
 from stream_dedup.kafka.headers import MATCHED_ID, VERDICT, as_dict
 from stream_dedup.kafka.retry import Backoff
 from stream_dedup.kafka.topics import admin, group_lag

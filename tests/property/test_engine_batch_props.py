@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stream_dedup.config import IndexSettings, Settings
-from stream_dedup.engine import Engine
+from stream_dedup.engine.batch import Engine
 from stream_dedup.records import Message
 from stream_dedup.state import MemoryStore
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from stream_dedup.config import InputSettings, Settings
 from stream_dedup.decode import decode
-from stream_dedup.engine import Engine
+from stream_dedup.engine.batch import Engine
 from stream_dedup.records import DeadLetter, Message, Verdict
 from stream_dedup.state import MemoryStore
 

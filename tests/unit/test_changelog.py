@@ -164,7 +164,7 @@ def test_a_crash_mid_write_never_makes_a_replayed_message_its_own_duplicate() ->
     replayed on the restored store calls no message a duplicate of itself. With a message's doc
     and index entries ahead of its id in the engine's write, a prefix cut between them made the
     replay find the message's own doc and call it a near copy of itself."""
-    from stream_dedup.engine import Engine
+    from stream_dedup.engine.batch import Engine
     from stream_dedup.records import Message
 
     first = [Message("a", "今天的天气真的非常好我们去公园散步吧", 1000),

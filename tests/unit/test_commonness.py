@@ -5,9 +5,9 @@ import dataclasses
 
 import pytest
 
-from stream_dedup.commonness import Commonness
 from stream_dedup.config import Settings, VerifySettings
-from stream_dedup.engine import Engine
+from stream_dedup.engine.batch import Engine
+from stream_dedup.engine.commonness import Commonness
 from stream_dedup.records import Decision, Message
 from stream_dedup.state import MemoryStore
 

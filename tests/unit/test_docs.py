@@ -4,7 +4,7 @@ import struct
 
 import pytest
 
-from stream_dedup.docs import Doc, encode_doc, seq_key, ttl_key
+from stream_dedup.engine.stored import Doc, encode_doc, seq_key, ttl_key
 from stream_dedup.records import Decision, Verdict
 
 pytestmark = pytest.mark.unit

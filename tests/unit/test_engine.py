@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from stream_dedup.config import Settings, WindowSettings
-from stream_dedup.engine import Engine
+from stream_dedup.engine.batch import Engine
 from stream_dedup.records import Decision, Message
 from stream_dedup.state import MemoryStore, open_store
 
@@ -133,7 +133,7 @@ def test_collector_paused_only_during_a_batch(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_per_message_candidates_of_one_and_of_several_rows() -> None:
-    from stream_dedup.engine import _per_message
+    from stream_dedup.engine.batch import _per_message
 
     seqs = np.array([10, 11], dtype=np.uint64)
     rows = {0: [(3, 2, 4), (10, 0, 9), (4, -1, 2)], 1: [(10, 1, 0)]}

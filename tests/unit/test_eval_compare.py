@@ -4,10 +4,10 @@ from dataclasses import replace
 import pytest
 
 from stream_dedup.config import Settings
-from stream_dedup.eval.compare import ALL_STRATEGIES, compare, parse_strategies
-from stream_dedup.eval.labelled import LabelledMessage
-from stream_dedup.eval.report import as_json, render_markdown, render_text
 from stream_dedup.records import Message
+from stream_dedup.tools.eval.compare import ALL_STRATEGIES, compare, parse_strategies
+from stream_dedup.tools.eval.labelled import LabelledMessage
+from stream_dedup.tools.eval.report import as_json, render_markdown, render_text
 
 pytestmark = pytest.mark.unit
 

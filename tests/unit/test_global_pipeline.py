@@ -14,7 +14,7 @@ from kafka.errors import KafkaConnectionError
 from test_changelog import FakeChangelog, FakeProducer, backoff
 
 from stream_dedup.config import Settings, StateSettings, WindowSettings, settings_from_dict
-from stream_dedup.engine import Engine
+from stream_dedup.engine.batch import Engine
 from stream_dedup.errors import ConfigError
 from stream_dedup.records import Decision, Message
 from stream_dedup.scale import changelog, stages

@@ -13,7 +13,7 @@ import pytest
 from kafka.errors import KafkaConnectionError, KafkaError
 
 from stream_dedup.config import KafkaSettings, Settings, settings_from_dict
-from stream_dedup.engine import Engine
+from stream_dedup.engine.batch import Engine
 from stream_dedup.errors import ConfigError
 from stream_dedup.kafka.headers import as_dict, kept, verdict_headers
 from stream_dedup.kafka.retry import Backoff, GaveUp, Shutdown

@@ -11,8 +11,8 @@ from prometheus_client import REGISTRY, CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from stream_dedup.config import Settings
-from stream_dedup.engine import STAGES, Engine
-from stream_dedup.metrics import ERROR_KINDS, VERDICTS, ServiceMetrics
+from stream_dedup.engine.batch import STAGES, Engine
+from stream_dedup.ops.metrics import ERROR_KINDS, VERDICTS, ServiceMetrics
 from stream_dedup.records import Message
 from stream_dedup.state import MemoryStore
 

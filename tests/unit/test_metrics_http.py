@@ -12,8 +12,8 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.parser import text_string_to_metric_families
 
-from stream_dedup.health import MetricsServer, Readiness, serve
-from stream_dedup.logs import JsonFormatter
+from stream_dedup.ops.health import MetricsServer, Readiness, serve
+from stream_dedup.ops.logs import JsonFormatter
 
 pytestmark = pytest.mark.unit
 

@@ -22,16 +22,16 @@ from test_kafka_service import TEXT, FakeSink, FakeSource, Rec, rec, settings
 
 from stream_dedup import errors
 from stream_dedup.config import MetricsSettings
-from stream_dedup.engine import Engine
-from stream_dedup.health import Readiness
+from stream_dedup.engine.batch import Engine
 from stream_dedup.kafka import ServiceError
 from stream_dedup.kafka.observe import CONDITIONS, NULL_METER
 from stream_dedup.kafka.retry import Backoff, Shutdown
 from stream_dedup.kafka.route import Output
 from stream_dedup.kafka.sink import KafkaSink
 from stream_dedup.kafka.source import KafkaSource
-from stream_dedup.logs import HUMAN_FORMAT, JsonFormatter
-from stream_dedup.metrics import ServiceMetrics
+from stream_dedup.ops.health import Readiness
+from stream_dedup.ops.logs import HUMAN_FORMAT, JsonFormatter
+from stream_dedup.ops.metrics import ServiceMetrics
 from stream_dedup.runtime import service
 from stream_dedup.runtime.lifecycle import metrics_url, start_metrics_port
 from stream_dedup.runtime.service import Service

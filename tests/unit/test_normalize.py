@@ -2,7 +2,7 @@ import re
 
 import pytest
 
-from stream_dedup.normalize import (
+from stream_dedup.engine.normalize import (
     _NFKC_TABLE,
     PARAGRAPH_BREAK,
     Normalizer,
@@ -65,7 +65,7 @@ def test_nfkc_equals_unicodedata() -> None:
     import random
     import unicodedata
 
-    from stream_dedup.normalize import nfkc
+    from stream_dedup.engine.normalize import nfkc
 
     rng = random.Random(7)
     pool = [chr(c) for c in range(0x10000) if not 0xD800 <= c < 0xE000]

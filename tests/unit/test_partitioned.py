@@ -10,7 +10,7 @@ from kafka import TopicPartition
 from test_changelog import FakeChangelog, FakeProducer, backoff
 
 from stream_dedup.config import ScaleSettings, Settings, StateSettings
-from stream_dedup.engine import Engine
+from stream_dedup.engine.batch import Engine
 from stream_dedup.records import Decision, Message
 from stream_dedup.scale import changelog
 from stream_dedup.scale.changelog import ChangelogStore

@@ -4,9 +4,8 @@ scope is unchanged, and expiry removes salted entries."""
 import numpy as np
 import pytest
 
-from stream_dedup import scope
 from stream_dedup.config import Settings, WindowSettings
-from stream_dedup.engine import Engine
+from stream_dedup.engine.batch import Engine, scope
 from stream_dedup.records import Decision, Message
 from stream_dedup.state import MemoryStore
 

@@ -19,9 +19,9 @@ from prometheus_client import CollectorRegistry, Counter
 from stream_dedup.cli import build_parser
 from stream_dedup.config import settings_from_dict
 from stream_dedup.errors import ConfigError, ServiceError
-from stream_dedup.health import serve, tls_context, with_basic_auth
 from stream_dedup.kafka.security import client_security, connect, describe, rdkafka_security
-from stream_dedup.secret import Secret, read_secret
+from stream_dedup.ops.health import serve, tls_context, with_basic_auth
+from stream_dedup.ops.secret import Secret, read_secret
 
 PASSWORD = "s3cr3t-Pa55-word"
 SASL = {"security_protocol": "SASL_SSL", "sasl_username": "alice",

@@ -22,13 +22,13 @@ from kafka.errors import (
 from test_kafka_service import TEXT, FakeSink, FakeSource, Rec, rec, settings
 from test_metrics_service import Errors
 
-from stream_dedup.engine import Engine
+from stream_dedup.engine.batch import Engine
 from stream_dedup.errors import ServiceError
-from stream_dedup.health import Readiness
 from stream_dedup.kafka.observe import CONDITIONS
 from stream_dedup.kafka.retry import Backoff, Shutdown
 from stream_dedup.kafka.sink import KafkaSink
 from stream_dedup.kafka.source import BACKLOG_RECORDS, KafkaSource
+from stream_dedup.ops.health import Readiness
 from stream_dedup.runtime.service import Service
 from stream_dedup.state import MemoryStore
 

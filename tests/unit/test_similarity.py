@@ -7,7 +7,7 @@ import random
 import pytest
 
 from stream_dedup.config import VerifySettings
-from stream_dedup.verify import similarities, similarity
+from stream_dedup.engine.verify import similarities, similarity
 
 pytestmark = pytest.mark.unit
 VS = VerifySettings()
@@ -57,7 +57,7 @@ def test_no_pairs() -> None:
 def test_kernels_compile_where_numba_cannot_cache() -> None:
     from numba import njit
 
-    from stream_dedup.jit import compiled
+    from stream_dedup.engine.jit import compiled
 
     namespace: dict = {}
     exec("def twice(x):\n    return 2 * x\n", namespace)  # no source file: nowhere to cache

@@ -15,10 +15,10 @@ from prometheus_client import CollectorRegistry
 
 from stream_dedup import __version__
 from stream_dedup.config import MetricsSettings, Settings, WindowSettings
-from stream_dedup.health import Readiness
 from stream_dedup.kafka.observe import BROKER_REACHABLE, PARTITIONS_ASSIGNED
 from stream_dedup.kafka.route import Output
-from stream_dedup.metrics import ERROR_KINDS
+from stream_dedup.ops.health import Readiness
+from stream_dedup.ops.metrics import ERROR_KINDS
 from stream_dedup.runtime.lifecycle import start_metrics_port
 from stream_dedup.scale.changelog import RestoreReport
 from stream_dedup.scale.index_stage import ENTRY_FAMILIES

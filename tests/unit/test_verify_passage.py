@@ -7,12 +7,12 @@ from dataclasses import replace
 import pytest
 
 from stream_dedup.config import Settings, VerifySettings, settings_from_dict
-from stream_dedup.engine import Engine
+from stream_dedup.engine.batch import Engine
+from stream_dedup.engine.normalize import Normalizer
+from stream_dedup.engine.verify import Check, similarity, verify
 from stream_dedup.errors import ConfigError
-from stream_dedup.normalize import Normalizer
 from stream_dedup.records import Decision, Message
 from stream_dedup.state import MemoryStore
-from stream_dedup.verify import Check, similarity, verify
 
 pytestmark = pytest.mark.unit
 NORM = Normalizer()

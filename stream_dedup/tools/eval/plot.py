@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from ..errors import StreamDedupError
+from ...errors import StreamDedupError
 from .distances import Curve
 
 _LAST_T = 32  # past half the bits every strategy flags nearly everything

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .config import VerifySettings
+from ..config import VerifySettings
 from .jit import compiled
 from .meaning import added_passage, classify, decoration_only, unexplained
 

@@ -13,9 +13,9 @@ import struct
 import numpy as np
 import xxhash
 
+from ..config import ExactSettings
+from ..state.store import KVStore, WriteSet
 from .bloom import BloomSizing, RollingBloom
-from .config import ExactSettings
-from .state.store import KVStore, WriteSet
 
 SNAPSHOT_KEY = b"bloom"
 _U64 = struct.Struct(">Q")

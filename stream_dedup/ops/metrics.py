@@ -26,11 +26,11 @@ from prometheus_client import CollectorRegistry, Gauge, Histogram, Info, write_t
 from prometheus_client import Counter as PromCounter
 from prometheus_client.process_collector import ProcessCollector
 
-from . import __version__
-from .config import Settings
-from .engine import STAGES, Engine
+from .. import __version__
+from ..config import Settings
+from ..engine.batch import STAGES, Engine
+from ..records import Verdict
 from .health import MetricsServer, ReadyCheck, serve
-from .records import Verdict
 
 VERDICTS = ("unique", "exact", "near", "dead_letter")
 ERROR_KINDS = ("produce", "commit", "broker")

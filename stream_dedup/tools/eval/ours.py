@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..config import Settings
-from ..engine import open_engine
-from ..records import Message
+from ...config import Settings
+from ...engine.batch import open_engine
+from ...records import Message
 
 
 class EngineDetector:

@@ -12,11 +12,11 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from stream_dedup.eval.distances import Curve
-from stream_dedup.eval.runner import Row
+from stream_dedup.tools.eval.distances import Curve
+from stream_dedup.tools.eval.runner import Row
 
 if TYPE_CHECKING:
-    from stream_dedup.eval.compare import Comparison
+    from stream_dedup.tools.eval.compare import Comparison
 
 _CURVE_HEADER = ["method", "P@k", "R@k", "F1@k", "best F1", "at t", "P", "R", "hard-neg flagged"]
 

@@ -31,11 +31,23 @@ from itertools import repeat
 
 import numpy as np
 
-from . import collector, meaning, scope, verify
+from .. import collector
+from ..config import Settings
+from ..records import Decision, Message, Verdict
+from ..state import open_store
+from ..state.store import KVStore, WriteSet
 from . import fingerprint as fpr
+from . import meaning, scope, verify
 from .commonness import Commonness
-from .config import Settings
-from .decide import (
+from .exact import SNAPSHOT_KEY, ExactStage, exact_key, exact_value, text_hash
+from .expiry import expire
+from .features import features
+from .index.layout import make_layout
+from .index.probe import AnchorQuery, BatchProbe
+from .normalize import Normalizer
+from .stored import Doc, encode_doc, seq_key, ttl_key
+from .strategies import make_strategy
+from .verdict import (
     Candidate,
     anchor_need,
     anchor_weights,
@@ -46,17 +58,6 @@ from .decide import (
     source_seq,
     unique,
 )
-from .docs import Doc, encode_doc, seq_key, ttl_key
-from .exact import SNAPSHOT_KEY, ExactStage, exact_key, exact_value, text_hash
-from .expiry import expire
-from .features import features
-from .index.layout import make_layout
-from .index.probe import AnchorQuery, BatchProbe
-from .normalize import Normalizer
-from .records import Decision, Message, Verdict
-from .state import open_store
-from .state.store import KVStore, WriteSet
-from .strategies import make_strategy
 
 FORMAT_VERSION = 1
 _META_COUNTERS = b"counters"
@@ -146,7 +147,7 @@ class Engine:
     # -- lifecycle -------------------------------------------------------------------------
 
     def _check_format(self) -> None:
-        from .errors import StateError
+        from ..errors import StateError
 
         stored = self.store.get_many("meta", [_META_FORMAT])[0]
         if stored is None:

@@ -33,12 +33,12 @@ from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
-from .config import Settings
-from .engine import Engine, open_engine
-from .errors import ServiceError, StateError
-from .normalize import Normalizer
-from .records import Decision, Message, Verdict
-from .state.rocksdb import directory_bytes
+from ..config import Settings
+from ..engine.batch import Engine, open_engine
+from ..engine.normalize import Normalizer
+from ..errors import ServiceError, StateError
+from ..records import Decision, Message, Verdict
+from ..state.rocksdb import directory_bytes
 
 log = logging.getLogger(__name__)
 LOCK_WAIT_S = 30.0  # a killed service's engine process finishes its batch well within this

@@ -15,15 +15,15 @@ import struct
 
 import numpy as np
 
+from ..config import Settings
+from ..state.store import KVStore, WriteSet
 from . import fingerprint as fpr
 from . import scope
-from .config import Settings
-from .docs import Doc, seq_key, ttl_key
 from .exact import exact_key
 from .features import features
 from .index.layout import Layout
 from .index.tables import remove_entries
-from .state.store import KVStore, WriteSet
+from .stored import Doc, seq_key, ttl_key
 
 
 def expire(store: KVStore, settings: Settings, strategy: fpr.Strategy, layout: Layout,

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from stream_dedup.eval.labelled import LabelledMessage, true_duplicates
+from stream_dedup.tools.eval.labelled import LabelledMessage, true_duplicates
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .config import VerifySettings
-from .records import Decision, Verdict
+from ..config import VerifySettings
+from ..records import Decision, Verdict
 from .verify import Measured, verify
 
 

@@ -1,6 +1,6 @@
 """Fuzz the decoding, normalization and engine with hostile records at scale.
 
-    python -m stream_dedup.fuzz --count 1000000 [--seed 1] [--corpus tests/data/fuzz]
+    python -m stream_dedup.tools.fuzz --count 1000000 [--seed 1] [--corpus tests/data/fuzz]
 
 Each generated record goes through `decode` (with small configured limits) and, when it becomes a
 message, through the engine (normalization, fingerprints, index, verification) in batches. The
@@ -31,11 +31,11 @@ import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from .config import InputSettings, Settings
-from .decode import decode
-from .engine import Engine
-from .records import DeadLetter, Message, Verdict
-from .state import MemoryStore
+from ..config import InputSettings, Settings
+from ..decode import decode
+from ..engine.batch import Engine
+from ..records import DeadLetter, Message, Verdict
+from ..state import MemoryStore
 
 LIMITS = InputSettings(max_bytes=4096, max_chars=2000, max_json_depth=16)
 CORPUS_FILE = "corpus.jsonl"
@@ -287,11 +287,11 @@ def _rss_mb() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m stream_dedup.fuzz", description=__doc__.split(
+    p = argparse.ArgumentParser(prog="python -m stream_dedup.tools.fuzz", description=__doc__.split(
         "\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--count", type=int, default=100_000, help="inputs to generate")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--corpus", default=str(Path(__file__).resolve().parents[1] / "tests" /
+    p.add_argument("--corpus", default=str(Path(__file__).resolve().parents[2] / "tests" /
                                            "data" / "fuzz"), help="folder of kept cases")
     p.add_argument("--batch", type=int, default=500, help="messages per engine batch")
     p.add_argument("--engine-every", type=int, default=100_000,

@@ -19,10 +19,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..config import STATS_STRATEGIES, FingerprintSettings, Settings
-from ..normalize import Normalizer, NormalizeSettings
-from ..strategies import make_strategy
-from ..strategies.fit import fit
+from ...config import STATS_STRATEGIES, FingerprintSettings, Settings
+from ...engine.normalize import Normalizer, NormalizeSettings
+from ...engine.strategies import make_strategy
+from ...engine.strategies.fit import fit
 from .distances import Curve, curve, fingerprints, nearest_distances
 from .labelled import LabelledMessage
 from .ours import EngineDetector

@@ -20,8 +20,8 @@ from operator import length_hint
 
 import numpy as np
 
+from ...state.store import KVStore, WriteSet
 from ..fingerprint import run_starts
-from ..state.store import KVStore, WriteSet
 from .layout import Layout
 from .tables import ENTRY, anchor_keys, bucket_keys
 

@@ -26,9 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 import xxhash
 
+from ..config import FingerprintSettings, IndexSettings
 from . import fingerprint as fpr
 from . import scope
-from .config import FingerprintSettings, IndexSettings
 
 _U64 = np.uint64
 _BIGRAM_DOMAIN = _U64(0x5DEECE66D2B7E151)

@@ -9,8 +9,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..config import Settings
-from ..errors import StreamDedupError
+from ...config import Settings
+from ...errors import StreamDedupError
 from .anchors import MinHashLSHDetector, SimhashPackageDetector
 from .compare import Comparison, compare
 from .detector import Detector

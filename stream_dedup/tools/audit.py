@@ -19,13 +19,13 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .config import Settings
-from .decode import decode
-from .engine import LOOKUPS_ONLY, Engine
-from .errors import InputError
-from .files import read_lines
-from .records import Message, Verdict
-from .state import MemoryStore, open_store
+from ..config import Settings
+from ..decode import decode
+from ..engine.batch import LOOKUPS_ONLY, Engine
+from ..errors import InputError
+from ..files import read_lines
+from ..records import Message, Verdict
+from ..state import MemoryStore, open_store
 
 LABELS = ("dup", "related", "different")
 BANDS = ((0, 10), (10, 30), (30, 80), (80, 10**9))

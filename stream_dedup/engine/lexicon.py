@@ -27,7 +27,7 @@ import unicodedata
 from functools import cache, lru_cache
 from pathlib import Path
 
-_DATA = Path(__file__).parent / "data"
+_DATA = Path(__file__).parents[1] / "data"
 _COMMON = 20  # jieba corpus count from which an entry is a common word (实惠 294, 离谱 51)
 _CACHED_CUT = 64  # characters: texts up to this long keep their segmentation (bounded memory)
 # OpenCC configurations whose results are simplified: the variant forms of a character that

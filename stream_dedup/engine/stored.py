@@ -11,7 +11,7 @@ import math
 import struct
 from dataclasses import dataclass
 
-from .records import Decision, Verdict
+from ..records import Decision, Verdict
 
 _HEAD = struct.Struct("<qQQBbfHHH")
 _DECISIONS = tuple(Decision)

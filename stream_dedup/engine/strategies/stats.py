@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ConfigError
+from ...errors import ConfigError
 
 FORMAT = "stream-dedup corpus statistics"
 VERSION = 1

@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 MASK = "***"
 

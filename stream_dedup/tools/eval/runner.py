@@ -10,9 +10,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from stream_dedup.eval.detector import Detector, StageTimed
-from stream_dedup.eval.labelled import LabelledMessage
-from stream_dedup.eval.score import Scores, score
+from stream_dedup.tools.eval.detector import Detector, StageTimed
+from stream_dedup.tools.eval.labelled import LabelledMessage
+from stream_dedup.tools.eval.score import Scores, score
 
 Progress = Callable[[int, int], None]
 """Called after each batch with (messages done, messages in the stream)."""

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..fingerprint import Strategy
+from ...engine.fingerprint import Strategy
 from .labelled import LabelledMessage, true_duplicates
 
 NO_EARLIER = 65  # the first message has no earlier one: never flagged at any t <= 64

@@ -19,8 +19,8 @@ Those in `config.STATS_STRATEGIES` read corpus statistics (`stats.py`, fitted by
 
 from __future__ import annotations
 
-from ..config import FingerprintSettings
-from ..errors import ConfigError
+from ...config import FingerprintSettings
+from ...errors import ConfigError
 from ..fingerprint import CharSimhash, Strategy
 from . import stats as corpus
 from .drpkp import Drpkp

@@ -12,7 +12,7 @@ import struct
 
 import numpy as np
 
-from ..state.store import KVStore, WriteSet
+from ...state.store import KVStore, WriteSet
 from .layout import Layout
 
 ENTRY = np.dtype([("fp", "<u8"), ("seq", "<u8")])

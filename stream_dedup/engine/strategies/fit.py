@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..errors import StreamDedupError
+from ...errors import StreamDedupError
 from .stats import CorpusStats
 from .tfidf import tfc
 from .words import words
