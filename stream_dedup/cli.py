@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import TextIO
 
 from . import __version__
-from .config import Settings, load_config
+from .config import Settings
+from .config_file import load_config
 from .decode import decode
 from .engine.batch import Engine, open_engine
 from .engine.stored import seq_key

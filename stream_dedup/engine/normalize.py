@@ -18,12 +18,13 @@ import html
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 import numpy.typing as npt
 import opencc
+
+from ..config import NormalizeSettings
 
 # A batch is normalized as one string, its texts joined by newlines, so every step runs once per
 # batch in C (regex, NFKC, OpenCC) instead of once per message. No pattern below may match "\n".
@@ -67,25 +68,6 @@ _SPACES = r"[^\S\n{keep}]+"
 PARAGRAPH_BREAK = "\u2029"
 _BREAK_RUN_RE = re.compile(r"[^\S\n]*\u2029[^\S\n]*")
 _EDGE_BREAK_RE = re.compile(r"^\u2029|\u2029$", re.M)
-
-
-@dataclass(frozen=True, slots=True)
-class NormalizeSettings:
-    """Which decoration classes are removed; every field is a config key under `normalize`."""
-
-    markup: bool = True
-    nfkc: bool = True
-    traditional_to_simplified: bool = True
-    lowercase: bool = True
-    retweets: bool = True
-    mentions: bool = True
-    tags: bool = True
-    urls: bool = True
-    emoticons: bool = True
-    # Punctuation, symbols (emoji among them), whitespace and invisible characters.
-    symbols: bool = True
-    # Line breaks inside a text are kept as PARAGRAPH_BREAK (paragraph-aware fingerprints).
-    paragraphs: bool = False
 
 
 # The lookup tables below cover the BMP: a lookup clips a code point beyond it to U+FFFF (a

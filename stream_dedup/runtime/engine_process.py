@@ -38,7 +38,7 @@ from ..engine.batch import Engine, open_engine
 from ..engine.normalize import Normalizer
 from ..errors import ServiceError, StateError
 from ..records import Decision, Message, Verdict
-from ..state.rocksdb import directory_bytes
+from ..state import disk_bytes
 
 log = logging.getLogger(__name__)
 LOCK_WAIT_S = 30.0  # a killed service's engine process finishes its batch well within this
@@ -126,7 +126,7 @@ class _Store:
         self.backend = backend
 
     def disk_bytes(self) -> int:
-        return directory_bytes(self.path) if self.backend == "rocksdb" else 0
+        return disk_bytes(self.backend, self.path)
 
 
 class EngineProcess:

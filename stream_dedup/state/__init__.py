@@ -6,7 +6,7 @@ from collections.abc import Collection
 
 from .store import COLUMN_FAMILIES, KVStore, MemoryStore, WriteSet
 
-__all__ = ["COLUMN_FAMILIES", "KVStore", "MemoryStore", "WriteSet", "open_store"]
+__all__ = ["COLUMN_FAMILIES", "KVStore", "MemoryStore", "WriteSet", "disk_bytes", "open_store"]
 
 
 def open_store(backend: str, path: str, block_cache_mb: int = 256, sync: bool = False,
@@ -18,3 +18,12 @@ def open_store(backend: str, path: str, block_cache_mb: int = 256, sync: bool = 
     from .rocksdb import RocksStore
 
     return RocksStore(path, block_cache_mb=block_cache_mb, sync=sync, lookups_only=lookups_only)
+
+
+def disk_bytes(backend: str, path: str) -> int:
+    """The size on disk of a store `open_store` opened at `path` (0: it keeps nothing there)."""
+    if backend != "rocksdb":
+        return 0
+    from .rocksdb import directory_bytes
+
+    return directory_bytes(path)

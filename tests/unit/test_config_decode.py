@@ -2,7 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from stream_dedup.config import InputSettings, Settings, load_config, settings_from_dict
+from stream_dedup.config import InputSettings, Settings
+from stream_dedup.config_file import load_config, settings_from_dict
 from stream_dedup.decode import decode
 from stream_dedup.errors import ConfigError
 from stream_dedup.records import DeadLetter, Message

@@ -13,7 +13,8 @@ import pytest
 from kafka.errors import KafkaConnectionError
 from test_changelog import FakeChangelog, FakeProducer, backoff
 
-from stream_dedup.config import Settings, StateSettings, WindowSettings, settings_from_dict
+from stream_dedup.config import Settings, StateSettings, WindowSettings
+from stream_dedup.config_file import settings_from_dict
 from stream_dedup.engine.batch import Engine
 from stream_dedup.errors import ConfigError
 from stream_dedup.records import Decision, Message

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 import pytest
 from kafka.errors import KafkaConnectionError, KafkaError
 
-from stream_dedup.config import KafkaSettings, Settings, settings_from_dict
+from stream_dedup.config import KafkaSettings, Settings
+from stream_dedup.config_file import settings_from_dict
 from stream_dedup.engine.batch import Engine
 from stream_dedup.errors import ConfigError
 from stream_dedup.kafka.headers import as_dict, kept, verdict_headers

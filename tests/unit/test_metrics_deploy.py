@@ -26,7 +26,8 @@ import pytest
 import yaml
 
 from stream_dedup.cli import build_parser
-from stream_dedup.config import Settings, settings_from_dict
+from stream_dedup.config import Settings
+from stream_dedup.config_file import settings_from_dict
 
 pytestmark = pytest.mark.unit
 

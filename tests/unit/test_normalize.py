@@ -2,11 +2,11 @@ import re
 
 import pytest
 
+from stream_dedup.config import NormalizeSettings
 from stream_dedup.engine.normalize import (
     _NFKC_TABLE,
     PARAGRAPH_BREAK,
     Normalizer,
-    NormalizeSettings,
     _content_table,
     _keep_content,
     _per_character_nfkc,

@@ -17,7 +17,7 @@ from kafka.errors import KafkaTimeoutError
 from prometheus_client import CollectorRegistry, Counter
 
 from stream_dedup.cli import build_parser
-from stream_dedup.config import settings_from_dict
+from stream_dedup.config_file import settings_from_dict
 from stream_dedup.errors import ConfigError, ServiceError
 from stream_dedup.kafka.security import client_security, connect, describe, rdkafka_security
 from stream_dedup.ops.health import serve, tls_context, with_basic_auth

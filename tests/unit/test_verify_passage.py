@@ -6,7 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from stream_dedup.config import Settings, VerifySettings, settings_from_dict
+from stream_dedup.config import Settings, VerifySettings
+from stream_dedup.config_file import settings_from_dict
 from stream_dedup.engine.batch import Engine
 from stream_dedup.engine.normalize import Normalizer
 from stream_dedup.engine.verify import Check, similarity, verify

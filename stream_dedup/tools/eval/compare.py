@@ -19,8 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ...config import STATS_STRATEGIES, FingerprintSettings, Settings
-from ...engine.normalize import Normalizer, NormalizeSettings
+from ...config import STATS_STRATEGIES, FingerprintSettings, NormalizeSettings, Settings
+from ...engine.normalize import Normalizer
 from ...engine.strategies import make_strategy
 from ...engine.strategies.fit import fit
 from .distances import Curve, curve, fingerprints, nearest_distances
