@@ -46,7 +46,7 @@ def test_every_strategy_gets_a_row_and_a_curve(tmp_path) -> None:
 
 
 def test_eval_command_writes_markdown_and_plot(tmp_path, capsys) -> None:
-    from stream_dedup.cli import main
+    from stream_dedup.cli.main import main
 
     stream = tmp_path / "s.jsonl"
     stream.write_text("".join(
@@ -62,7 +62,7 @@ def test_eval_command_writes_markdown_and_plot(tmp_path, capsys) -> None:
 
 
 def test_plot_without_strategies_is_refused(tmp_path) -> None:
-    from stream_dedup.cli import main
+    from stream_dedup.cli.main import main
 
     stream = tmp_path / "s.jsonl"
     stream.write_text('{"id": "a", "text": "x", "cluster": "c", "kind": "orig"}\n')

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import yaml
 
-from stream_dedup.cli import build_parser
+from stream_dedup.cli.parser import build_parser
 from stream_dedup.config import Settings
 from stream_dedup.config_file import settings_from_dict
 

@@ -16,7 +16,7 @@ import pytest
 from kafka.errors import KafkaTimeoutError
 from prometheus_client import CollectorRegistry, Counter
 
-from stream_dedup.cli import build_parser
+from stream_dedup.cli.parser import build_parser
 from stream_dedup.config_file import settings_from_dict
 from stream_dedup.errors import ConfigError, ServiceError
 from stream_dedup.kafka.security import client_security, connect, describe, rdkafka_security

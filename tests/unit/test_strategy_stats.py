@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stream_dedup.cli import main
+from stream_dedup.cli.main import main
 from stream_dedup.config import FingerprintSettings
 from stream_dedup.config_file import settings_from_dict
 from stream_dedup.engine.strategies import make_strategy
