@@ -40,8 +40,8 @@ from stream_dedup.decode import decode
 from stream_dedup.engine.batch import Engine
 from stream_dedup.kafka.topics import admin
 from stream_dedup.records import Message
-from stream_dedup.scale.changelog import (
-    ChangelogStore,
+from stream_dedup.scale.changelog import ChangelogStore
+from stream_dedup.scale.restore import (
     changelog_producer,
     ensure_changelog_topics,
     open_state,

@@ -41,8 +41,8 @@ from stream_dedup.engine.index.layout import make_layout
 from stream_dedup.kafka.headers import MATCHED_ID, VERDICT
 from stream_dedup.kafka.produce import new_producer, send_lines
 from stream_dedup.kafka.topics import create_topics, record_counts
-from stream_dedup.scale.changelog import restore
 from stream_dedup.scale.probes import unpack_probes
+from stream_dedup.scale.restore import restore
 from stream_dedup.state import MemoryStore
 from stream_dedup.state.rocksdb import RocksStore
 

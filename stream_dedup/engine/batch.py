@@ -38,13 +38,13 @@ from ..state import open_store
 from ..state.store import KVStore, WriteSet
 from . import fingerprint as fpr
 from . import meaning, scope, verify
-from .commonness import Commonness
-from .exact import SNAPSHOT_KEY, ExactStage, exact_key, exact_value, text_hash
+from .exact import ExactStage, exact_key, exact_value, text_hash
 from .expiry import expire
 from .features import features
 from .index.layout import make_layout
 from .index.probe import AnchorQuery, BatchProbe
 from .normalize import Normalizer
+from .snapshots import Snapshots
 from .stored import Doc, encode_doc, seq_key, ttl_key
 from .strategies import make_strategy
 from .verdict import (
@@ -54,18 +54,12 @@ from .verdict import (
     closest_verdict,
     empty_verdict,
     exact_verdict,
-    rank_key,
+    per_message,
     source_seq,
     unique,
 )
 
-FORMAT_VERSION = 1
 _META_COUNTERS = b"counters"
-_META_FORMAT = b"format"
-_META_COMMON = b"common"
-# Snapshots of what the state's records determine (the Bloom filter, the boilerplate sketch),
-# rebuilt from them when missing: caches, which a changelog of the state need not carry.
-LOCAL_SNAPSHOTS = frozenset({("meta", SNAPSHOT_KEY), ("meta", _META_COMMON)})
 STAGES = ("normalize", "exact", "fingerprint", "index", "verify", "write")
 # Tables the engine (and its expiry) reads by key only, never by range, whose keys differ in
 # their first 8 bytes (hashes): its store may keep them in hash memtables (`state.open_store`).
@@ -111,7 +105,7 @@ class _Pending:
     indexed: bool = False
 
 
-class Engine:
+class Engine(Snapshots):
     """Decides each message of a stream: unique, exact duplicate or near duplicate."""
 
     def __init__(self, settings: Settings, store: KVStore) -> None:
@@ -143,80 +137,6 @@ class Engine:
         # What the engine loaded lives as long as it does (the word dictionary: ~200k objects):
         # out of the collector's sight, a full collection no longer walks it (33 ms each).
         gc.freeze()
-
-    # -- lifecycle -------------------------------------------------------------------------
-
-    def _check_format(self) -> None:
-        from ..errors import StateError
-
-        stored = self.store.get_many("meta", [_META_FORMAT])[0]
-        if stored is None:
-            writes = WriteSet()
-            writes.put("meta", _META_FORMAT, struct.pack(">I", FORMAT_VERSION))
-            self.store.write(writes)
-        elif struct.unpack(">I", stored)[0] != FORMAT_VERSION:
-            raise StateError(
-                f"the state was written by format version {struct.unpack('>I', stored)[0]}; "
-                f"this stream-dedup reads version {FORMAT_VERSION}: use a new state.path"
-            )
-
-    def _restore_commonness(self, covered: int) -> tuple[Commonness | None, int]:
-        """The stream's boilerplate sketch (when the rule that reads it is on) and the seq up to
-        which it counted: its snapshot when it was taken with the Bloom filter's, else empty,
-        to be counted again from the first stored message."""
-        vs = self.settings.verify
-        if "added" not in vs.meaning_classes:
-            return None, 2**64 - 1
-        data = self.store.get_many("meta", [_META_COMMON])[0]
-        seq = struct.unpack_from(">Q", data)[0] if data else -1
-        restored = (Commonness.restore(data[8:], vs.boilerplate_messages,
-                                       vs.boilerplate_generation) if seq == covered else None)
-        if restored is None:
-            return Commonness(vs.boilerplate_messages, vs.boilerplate_generation), 0
-        return restored, covered
-
-    def _rebuild(self, covered: int, counted: int) -> None:
-        """Add to the Bloom filter every exact record written after its snapshot, and count in
-        the boilerplate sketch every message stored after its own, in order, as the batches
-        that stored them did."""
-        hashes, stamps = [], []
-        for key, value in self.store.scan("docs", seq_key(min(covered, counted) + 1),
-                                          seq_key(2**64 - 1)):
-            seq = struct.unpack(">Q", key)[0]
-            doc = Doc.decode(seq, value)
-            if seq > counted and doc.indexed and self.commonness is not None:
-                self.commonness.learn(self.commonness.hashes([doc.text])[0],
-                                      self._source_grams(doc.verdict))
-            if seq <= covered:
-                continue
-            hashes.append(doc.text_hash)
-            stamps.append(doc.ts_ms)
-            if len(hashes) >= 100_000:
-                self.exact.bloom.add(np.array(hashes, np.uint64), np.array(stamps, np.int64))
-                hashes, stamps = [], []
-        if hashes:
-            self.exact.bloom.add(np.array(hashes, np.uint64), np.array(stamps, np.int64))
-
-    def _source_grams(self, verdict: Verdict) -> np.ndarray | None:
-        """The trigrams of the stored text a near verdict matched (None for other verdicts, or
-        when it expired)."""
-        if verdict.decision is not Decision.NEAR or verdict.matched_id is None:
-            return None
-        seq = self.store.get_many("ids", [verdict.matched_id.encode()])[0]
-        data = self.store.get_many("docs", [seq])[0] if seq is not None else None
-        if data is None or self.commonness is None:
-            return None
-        return self.commonness.hashes([Doc.peek(data)[2]])[0]
-
-    def checkpoint(self) -> None:
-        """Snapshot the Bloom filter (and the boilerplate sketch) so a restart does not re-read
-        the records."""
-        writes = WriteSet()
-        self.exact.snapshot(self._next_seq - 1, writes)
-        if self.commonness is not None:
-            writes.put("meta", _META_COMMON,
-                       struct.pack(">Q", self._next_seq - 1) + self.commonness.snapshot())
-        self.store.write(writes)
 
     def close(self) -> None:
         self.checkpoint()
@@ -376,7 +296,7 @@ class Engine:
             in_batch[p.seq] = p
         t2 = clock()
         seconds["index"] += t2 - t1
-        self._decide(near, _per_message(found.by_message, owner, seqs, s.index.max_candidates),
+        self._decide(near, per_message(found.by_message, owner, seqs, s.index.max_candidates),
                      in_batch)
         seconds["verify"] += clock() - t2
         return probe
@@ -463,30 +383,6 @@ class Engine:
             self._max_ts = max(self._max_ts, max(p.msg.timestamp_ms for p in fresh))
         writes.put("meta", _META_COUNTERS, struct.pack(">Qq", self._next_seq, self._max_ts))
         self.store.write(writes)
-
-
-def _per_message(by_row: dict[int, list[tuple[int, int, int]]], owner: np.ndarray,
-                 seqs: np.ndarray, limit: int) -> list[list[tuple[int, int, int]]]:
-    """Candidates of each message from those of its fingerprint rows: the message itself left
-    out, each candidate once with its best (most shared anchors, then nearest) row. With one row
-    per message (row i is message i) a row's candidates are that already: each once, best first."""
-    if len(owner) == len(seqs):  # visit only the rows with candidates, ~a third (dev stream)
-        per: list[list[tuple[int, int, int]]] = [[] for _ in range(len(seqs))]
-        seq_of = seqs.tolist()
-        for i, cands in by_row.items():
-            per[i] = [cand for cand in cands if cand[0] != seq_of[i]]
-        return per
-    merged: list[dict[int, tuple[int, int, int]]] = [{} for _ in range(len(seqs))]
-    for row, cands in by_row.items():
-        i = int(owner[row])
-        own = int(seqs[i])
-        for cand in cands:
-            if cand[0] == own:
-                continue
-            best = merged[i].get(cand[0])
-            if best is None or rank_key(cand) < rank_key(best):
-                merged[i][cand[0]] = cand
-    return [sorted(m.values(), key=rank_key)[:limit] for m in merged]
 
 
 def _replayed(first: Verdict) -> Verdict:

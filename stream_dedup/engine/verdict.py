@@ -139,3 +139,28 @@ def unique(message_id: str, related: tuple[str, str, int, float] | None,
     if too_short:
         return Verdict(message_id, Decision.UNIQUE, "unique: too little content for a near match")
     return Verdict(message_id, Decision.UNIQUE, "unique")
+
+
+
+def per_message(by_row: dict[int, list[tuple[int, int, int]]], owner: np.ndarray,
+                 seqs: np.ndarray, limit: int) -> list[list[tuple[int, int, int]]]:
+    """Candidates of each message from those of its fingerprint rows: the message itself left
+    out, each candidate once with its best (most shared anchors, then nearest) row. With one row
+    per message (row i is message i) a row's candidates are that already: each once, best first."""
+    if len(owner) == len(seqs):  # visit only the rows with candidates, ~a third (dev stream)
+        per: list[list[tuple[int, int, int]]] = [[] for _ in range(len(seqs))]
+        seq_of = seqs.tolist()
+        for i, cands in by_row.items():
+            per[i] = [cand for cand in cands if cand[0] != seq_of[i]]
+        return per
+    merged: list[dict[int, tuple[int, int, int]]] = [{} for _ in range(len(seqs))]
+    for row, cands in by_row.items():
+        i = int(owner[row])
+        own = int(seqs[i])
+        for cand in cands:
+            if cand[0] == own:
+                continue
+            best = merged[i].get(cand[0])
+            if best is None or rank_key(cand) < rank_key(best):
+                merged[i][cand[0]] = cand
+    return [sorted(m.values(), key=rank_key)[:limit] for m in merged]

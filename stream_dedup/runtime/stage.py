@@ -45,8 +45,8 @@ from ..kafka.route import InputRecord, Output, next_offsets
 from ..kafka.sink import KafkaSink
 from ..kafka.source import KafkaSource
 from ..ops.health import Readiness
-from ..scale.changelog import RestoreReport
 from ..scale.observe import CONDITIONS, LOOP_RUNNING, STATE_RESTORED, StageMetrics
+from ..scale.restore import RestoreReport
 from .lifecycle import Lifecycle, close_all, lifecycle, require_topics
 
 log = logging.getLogger(__name__)

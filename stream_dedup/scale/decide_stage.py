@@ -18,10 +18,10 @@ from ..engine import meaning
 from ..kafka.retry import Backoff
 from ..kafka.route import InputRecord, Output, route
 from ..records import Message
-from .changelog import RestoreReport
 from .join import Decided, Join
 from .observe import KeyCount
 from .probes import Answer, Original, unpack_answers, unpack_original
+from .restore import RestoreReport
 from .stages import PartitionStates
 
 log = logging.getLogger(__name__)

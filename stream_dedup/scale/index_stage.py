@@ -15,9 +15,9 @@ from ..config import Settings
 from ..kafka.retry import Backoff
 from ..kafka.route import InputRecord, Output
 from ..state.store import COLUMN_FAMILIES
-from .changelog import RestoreReport
 from .observe import KeyCount
 from .probes import Answer, pack_answers, partition_of, unpack_probes
+from .restore import RestoreReport
 from .shard import Shard
 from .stages import PartitionStates
 

@@ -30,7 +30,7 @@ from ..kafka.route import Output
 from ..ops.health import MetricsServer, ReadyCheck, serve
 from ..ops.metrics import ERROR_KINDS, STAGE_BUCKETS, register_build_info
 from ..state.store import KVStore, WriteSet
-from .changelog import RestoreReport
+from .restore import RestoreReport
 
 # The readiness conditions of a stage (`/readyz` lists the ones that do not hold).
 LOOP_RUNNING = "loop running"

@@ -17,13 +17,8 @@ from ..config import Settings
 from ..errors import ConfigError
 from ..kafka.retry import Backoff
 from ..state import KVStore
-from .changelog import (
-    ChangelogStore,
-    RestoreReport,
-    changelog_producer,
-    ensure_changelog_topics,
-    open_state,
-)
+from .changelog import ChangelogStore
+from .restore import RestoreReport, changelog_producer, ensure_changelog_topics, open_state
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -31,7 +26,7 @@ T = TypeVar("T")
 
 class PartitionStates(Generic[T]):
     """Per owned partition number: a RocksDB store under `state.path`/<stage>-<n>, mirrored to
-    the stage's compacted changelog topic (`changelog.open_state`: restored in full, or only
+    the stage's compacted changelog topic (`restore.open_state`: restored in full, or only
     the records after the checkpoint a clean stop left), and the stage's object `make(store)`
     over it. A partition given away is detached first, so it leaves no checkpoint behind.
     Nothing touches the broker before `start`."""

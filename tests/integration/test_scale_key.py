@@ -46,8 +46,8 @@ from stream_dedup.kafka.retry import Backoff
 from stream_dedup.kafka.topics import admin, group_lag
 from stream_dedup.records import Message
 from stream_dedup.scale import checkpoint
-from stream_dedup.scale.changelog import (
-    ChangelogStore,
+from stream_dedup.scale.changelog import ChangelogStore
+from stream_dedup.scale.restore import (
     changelog_end,
     changelog_producer,
     ensure_changelog_topics,

@@ -14,17 +14,15 @@ from kafka.errors import KafkaConnectionError, KafkaTimeoutError, MessageSizeToo
 from stream_dedup.config import ScaleSettings, Settings, StateSettings
 from stream_dedup.errors import ServiceError
 from stream_dedup.kafka.retry import Backoff, GaveUp
-from stream_dedup.scale import changelog, checkpoint
+from stream_dedup.scale import checkpoint, restore
 from stream_dedup.scale.changelog import (
     LOCAL_ONLY,
     ChangelogStore,
-    CheckpointMismatch,
-    RestoreReport,
     decode_key,
     encode_key,
-    open_state,
     to_writes,
 )
+from stream_dedup.scale.restore import CheckpointMismatch, RestoreReport, open_state
 from stream_dedup.state import COLUMN_FAMILIES, MemoryStore, WriteSet
 
 pytestmark = pytest.mark.unit
@@ -294,7 +292,7 @@ def test_detach_drops_the_records_not_acknowledged() -> None:
 
 
 class FakeChangelog:
-    """`changelog.restore` over a FakeProducer's log: applies its records from `start_offset`
+    """`restore.restore` over a FakeProducer's log: applies its records from `start_offset`
     and remembers where each restore started."""
 
     def __init__(self, producer: FakeProducer) -> None:
@@ -315,7 +313,7 @@ class FakeChangelog:
 @pytest.fixture
 def fake_changelog(monkeypatch) -> FakeChangelog:
     fake = FakeChangelog(FakeProducer())
-    monkeypatch.setattr(changelog, "restore", fake)
+    monkeypatch.setattr(restore, "restore", fake)
     return fake
 
 
@@ -422,7 +420,7 @@ def test_a_restore_cut_by_the_broker_going_away_starts_again(tmp_path, fake_chan
             raise cuts.pop()
         return report
 
-    monkeypatch.setattr(changelog, "restore", cut_once)
+    monkeypatch.setattr(restore, "restore", cut_once)
     retries: list = []
     store, report = open_state(ROCKS, str(tmp_path / "in-0"), fake_changelog.producer, "cl", 0,
                                backoff(retries=retries))

@@ -133,12 +133,12 @@ def test_collector_paused_only_during_a_batch(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_per_message_candidates_of_one_and_of_several_rows() -> None:
-    from stream_dedup.engine.batch import _per_message
+    from stream_dedup.engine.verdict import per_message
 
     seqs = np.array([10, 11], dtype=np.uint64)
     rows = {0: [(3, 2, 4), (10, 0, 9), (4, -1, 2)], 1: [(10, 1, 0)]}
-    assert _per_message(rows, np.arange(2), seqs, 16) == [[(3, 2, 4), (4, -1, 2)], [(10, 1, 0)]]
+    assert per_message(rows, np.arange(2), seqs, 16) == [[(3, 2, 4), (4, -1, 2)], [(10, 1, 0)]]
     # Two rows of message 0: each candidate once with its best row, best first, own seq left out.
     rows = {0: [(3, 5, 1)], 1: [(3, 2, 4), (10, 0, 9), (4, -1, 2)], 2: [(10, 1, 0)]}
-    assert _per_message(rows, np.array([0, 0, 1]), seqs, 16) == [[(3, 2, 4), (4, -1, 2)],
+    assert per_message(rows, np.array([0, 0, 1]), seqs, 16) == [[(3, 2, 4), (4, -1, 2)],
                                                                 [(10, 1, 0)]]

@@ -18,7 +18,7 @@ from stream_dedup.config_file import settings_from_dict
 from stream_dedup.engine.batch import Engine
 from stream_dedup.errors import ConfigError
 from stream_dedup.records import Decision, Message
-from stream_dedup.scale import changelog, stages
+from stream_dedup.scale import restore, stages
 from stream_dedup.scale.decide_stage import DecideStage
 from stream_dedup.scale.index_stage import IndexStage
 from stream_dedup.scale.join import Join
@@ -241,7 +241,7 @@ def test_a_stage_waits_out_a_failed_changelog_flush_with_the_loops_backoff(
     producer = FakeProducer(fail=(0,), error=KafkaConnectionError("broker away"))
     monkeypatch.setattr(stages, "ensure_changelog_topics", lambda *_args: None)
     monkeypatch.setattr(stages, "changelog_producer", lambda *_args: producer)
-    monkeypatch.setattr(changelog, "restore", FakeChangelog(producer))
+    monkeypatch.setattr(restore, "restore", FakeChangelog(producer))
     settings = Settings(state=StateSettings(path=str(tmp_path), backend="memory"))
     stage = make(settings)
     retries: list = []

@@ -12,7 +12,7 @@ from test_changelog import FakeChangelog, FakeProducer, backoff
 from stream_dedup.config import ScaleSettings, Settings, StateSettings
 from stream_dedup.engine.batch import Engine
 from stream_dedup.records import Decision, Message
-from stream_dedup.scale import changelog
+from stream_dedup.scale import restore
 from stream_dedup.scale.changelog import ChangelogStore
 from stream_dedup.scale.partitioned import PartitionEngines, _Owned
 from stream_dedup.state import MemoryStore
@@ -96,7 +96,7 @@ def test_a_message_without_origin_is_refused() -> None:
 
 def test_a_restart_after_a_clean_close_restores_only_the_tail(tmp_path, monkeypatch) -> None:
     fake = FakeChangelog(FakeProducer())
-    monkeypatch.setattr(changelog, "restore", fake)
+    monkeypatch.setattr(restore, "restore", fake)
     settings = Settings(state=StateSettings(backend="rocksdb"), scale=ScaleSettings(scope="key"))
 
     def start() -> PartitionEngines:

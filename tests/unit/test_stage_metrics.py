@@ -20,7 +20,6 @@ from stream_dedup.kafka.route import Output
 from stream_dedup.ops.health import Readiness
 from stream_dedup.ops.metrics import ERROR_KINDS
 from stream_dedup.runtime.lifecycle import start_metrics_port
-from stream_dedup.scale.changelog import RestoreReport
 from stream_dedup.scale.index_stage import ENTRY_FAMILIES
 from stream_dedup.scale.join import Join
 from stream_dedup.scale.observe import (
@@ -32,6 +31,7 @@ from stream_dedup.scale.observe import (
     StageMetrics,
 )
 from stream_dedup.scale.probes import ANCHOR, BLOCK, EXACT, LOOKUP, Answer, Hit, Original, Probe
+from stream_dedup.scale.restore import RestoreReport
 from stream_dedup.scale.shard import Shard
 from stream_dedup.state import MemoryStore
 
