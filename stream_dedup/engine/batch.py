@@ -38,7 +38,7 @@ from ..state import open_store
 from ..state.store import KVStore, WriteSet
 from . import fingerprint as fpr
 from . import meaning, scope, verify
-from .exact import ExactStage, exact_key, exact_value, text_hash
+from .exact import ExactStage, content_hash, exact_key, exact_value
 from .expiry import expire
 from .features import features
 from .index.layout import make_layout
@@ -229,8 +229,7 @@ class Engine(Snapshots):
     def _exact_stage(self, fresh: list[_Pending]) -> list[_Pending]:
         """Decide exact duplicates; return the rest for the near stage."""
         for p in fresh:  # salted by scope: equal texts of two scopes never match
-            p.hash = (text_hash(p.text if p.text else "\x00" + p.msg.text.strip())
-                      ^ scope.salt(p.msg.scope))
+            p.hash = content_hash(p.text, p.msg.text) ^ scope.salt(p.msg.scope)
         if not fresh:
             return []
         if not self.settings.exact.enabled:

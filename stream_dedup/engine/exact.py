@@ -26,6 +26,13 @@ def text_hash(text: str) -> int:
     return xxhash.xxh3_64_intdigest(text.encode("utf-8"))
 
 
+def content_hash(normalized: str, raw: str) -> int:
+    """The hash that finds a message's exact repeats, the same for the engine and the prober: of
+    its normalized text, or, when normalization left nothing (only symbols, say), of its raw text
+    behind a NUL, so that only the same decoration repeats it."""
+    return text_hash(normalized if normalized else "\x00" + raw.strip())
+
+
 def exact_key(h: int) -> bytes:
     return _U64.pack(h)
 

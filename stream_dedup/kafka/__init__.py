@@ -2,7 +2,7 @@
 
 Modules, outside-in: `source` (consumer, commits, rebalances), `sink` (producer, acks), `route`
 and `headers` (pure: records and verdicts to output records), `retry` (backoff, shutdown),
-`observe` (what the adapters report to: metrics and readiness, or nothing), `security` (client
+`reporting` (what the adapters report to: metrics and readiness, or nothing), `security` (client
 settings, the kafka-python fix `install`s), `topics` (admin), `produce` (file -> topic),
 `broker` and `ports` (a local broker). `stream_dedup.runtime` wires them to the engine.
 """

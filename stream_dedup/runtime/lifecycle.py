@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from ..config import KafkaSettings, MetricsSettings
 from ..errors import ConfigError, ServiceError
-from ..kafka.observe import BROKER_REACHABLE
+from ..kafka.reporting import BROKER_REACHABLE
 from ..kafka.retry import Backoff, Shutdown, Throttle
 from ..ops.health import MetricsServer, Readiness, ReadyCheck, tls_context
 from ..ops.secret import read_secret

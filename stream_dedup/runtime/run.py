@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 from ..config import Settings
 from ..engine.batch import open_engine
 from ..errors import ConfigError
-from ..kafka.observe import CONDITIONS, STATE_OPEN
+from ..kafka.reporting import CONDITIONS, STATE_OPEN
 from ..kafka.retry import Backoff
 from ..kafka.sink import KafkaSink
 from ..kafka.source import KafkaSource

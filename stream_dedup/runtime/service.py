@@ -50,7 +50,7 @@ Latency: the run pays the one-off costs before its first poll (the producer lear
 topics in `check_topics`; the state gauges are read once; what the start loaded is frozen out of
 the garbage collector's full passes), so that no batch waits for them.
 
-Reporting (`observe.Meter`, nothing by default): a batch is counted once its outputs are
+Reporting (`kafka.reporting.Meter`, nothing by default): a batch is counted once its outputs are
 acknowledged, a refused commit after step 6, and then the lag of every owned partition. A log
 line of running totals goes out every `PROGRESS_EVERY_S`, and one at the end.
 """
@@ -68,7 +68,7 @@ from typing import Any, Protocol
 
 from .. import collector
 from ..config import Settings
-from ..kafka.observe import NULL_METER, NULL_READY, STATE_OPEN, Meter, Ready
+from ..kafka.reporting import NULL_METER, NULL_READY, STATE_OPEN, Meter, Ready
 from ..kafka.retry import GaveUp, Shutdown
 from ..kafka.route import InputRecord, Output, decode_batch, next_offsets, route
 from ..kafka.source import BACKLOG_RECORDS

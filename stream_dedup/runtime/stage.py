@@ -24,8 +24,8 @@ lost, never a duplicate of itself).
 
 Like `stream-dedup run`, the process serves `/metrics`, `/healthz` and `/readyz` on
 `metrics.port` (`lifecycle.start_metrics_port`: TLS, basic auth; 0 for none). The loop counts
-each batch once its input is committed (`observe.StageMetrics`) and keeps the readiness
-conditions of `observe.CONDITIONS`: "state restored" is false while `own` restores partitions.
+each batch once its input is committed (`scale.stage_metrics.StageMetrics`) and keeps the readiness
+conditions of `stage_metrics.CONDITIONS`: "state restored" is false while `own` restores partitions.
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ from ..kafka.route import InputRecord, Output, next_offsets
 from ..kafka.sink import KafkaSink
 from ..kafka.source import KafkaSource
 from ..ops.health import Readiness
-from ..scale.observe import CONDITIONS, LOOP_RUNNING, STATE_RESTORED, StageMetrics
 from ..scale.restore import RestoreReport
+from ..scale.stage_metrics import CONDITIONS, LOOP_RUNNING, STATE_RESTORED, StageMetrics
 from .lifecycle import Lifecycle, close_all, lifecycle, require_topics
 
 log = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ class Stage(Protocol):
         ...
 
     def gauges(self) -> Mapping[str, float]:
-        """The stage's state gauges (`observe.STATE_GAUGES`) by name."""
+        """The stage's state gauges (`stage_metrics.STATE_GAUGES`) by name."""
         ...
 
     def close(self) -> None: ...

@@ -19,9 +19,9 @@ from ..kafka.retry import Backoff
 from ..kafka.route import InputRecord, Output, route
 from ..records import Message
 from .join import Decided, Join
-from .observe import KeyCount
 from .probes import Answer, Original, unpack_answers, unpack_original
 from .restore import RestoreReport
+from .stage_metrics import KeyCount
 from .stages import PartitionStates
 
 log = logging.getLogger(__name__)

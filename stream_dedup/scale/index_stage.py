@@ -15,10 +15,10 @@ from ..config import Settings
 from ..kafka.retry import Backoff
 from ..kafka.route import InputRecord, Output
 from ..state.store import COLUMN_FAMILIES
-from .observe import KeyCount
 from .probes import Answer, pack_answers, partition_of, unpack_probes
 from .restore import RestoreReport
 from .shard import Shard
+from .stage_metrics import KeyCount
 from .stages import PartitionStates
 
 RECORDS_PER_BATCH = 24  # packed probe records per batch (each holds up to 256 KiB of probes)

@@ -18,13 +18,13 @@ from confluent_kafka import KafkaError
 from kafka import TopicPartition
 from kafka.errors import KafkaConnectionError
 from prometheus_client import CollectorRegistry
-from test_kafka_service import TEXT, FakeSink, FakeSource, Rec, rec, settings
+from test_runtime_service import TEXT, FakeSink, FakeSource, Rec, rec, settings
 
 from stream_dedup import errors
 from stream_dedup.config import MetricsSettings
 from stream_dedup.engine.batch import Engine
 from stream_dedup.kafka import ServiceError
-from stream_dedup.kafka.observe import CONDITIONS, NULL_METER
+from stream_dedup.kafka.reporting import CONDITIONS, NULL_METER
 from stream_dedup.kafka.retry import Backoff, Shutdown
 from stream_dedup.kafka.route import Output
 from stream_dedup.kafka.sink import KafkaSink

@@ -19,12 +19,12 @@ from kafka.errors import (
     GroupAuthorizationFailedError,
     NotCoordinatorError,
 )
-from test_kafka_service import TEXT, FakeSink, FakeSource, Rec, rec, settings
 from test_metrics_service import Errors
+from test_runtime_service import TEXT, FakeSink, FakeSource, Rec, rec, settings
 
 from stream_dedup.engine.batch import Engine
 from stream_dedup.errors import ServiceError
-from stream_dedup.kafka.observe import CONDITIONS
+from stream_dedup.kafka.reporting import CONDITIONS
 from stream_dedup.kafka.retry import Backoff, Shutdown
 from stream_dedup.kafka.sink import KafkaSink
 from stream_dedup.kafka.source import BACKLOG_RECORDS, KafkaSource

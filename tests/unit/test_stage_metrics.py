@@ -1,4 +1,4 @@
-"""The metrics of a `stream-dedup stage` process (`scale/observe.py`) on a fresh registry per
+"""The metrics of a `stream-dedup stage` process (`scale/stage_metrics.py`) on a fresh registry per
 test, and the index shards' entry count (`index_stage.EntryCount`) against the store itself."""
 
 from __future__ import annotations
@@ -15,14 +15,17 @@ from prometheus_client import CollectorRegistry
 
 from stream_dedup import __version__
 from stream_dedup.config import MetricsSettings, Settings, WindowSettings
-from stream_dedup.kafka.observe import BROKER_REACHABLE, PARTITIONS_ASSIGNED
+from stream_dedup.kafka.reporting import BROKER_REACHABLE, PARTITIONS_ASSIGNED
 from stream_dedup.kafka.route import Output
 from stream_dedup.ops.health import Readiness
 from stream_dedup.ops.metrics import ERROR_KINDS
 from stream_dedup.runtime.lifecycle import start_metrics_port
 from stream_dedup.scale.index_stage import ENTRY_FAMILIES
 from stream_dedup.scale.join import Join
-from stream_dedup.scale.observe import (
+from stream_dedup.scale.probes import ANCHOR, BLOCK, EXACT, LOOKUP, Answer, Hit, Original, Probe
+from stream_dedup.scale.restore import RestoreReport
+from stream_dedup.scale.shard import Shard
+from stream_dedup.scale.stage_metrics import (
     CONDITIONS,
     KINDS,
     LOOP_RUNNING,
@@ -30,9 +33,6 @@ from stream_dedup.scale.observe import (
     KeyCount,
     StageMetrics,
 )
-from stream_dedup.scale.probes import ANCHOR, BLOCK, EXACT, LOOKUP, Answer, Hit, Original, Probe
-from stream_dedup.scale.restore import RestoreReport
-from stream_dedup.scale.shard import Shard
 from stream_dedup.state import MemoryStore
 
 pytestmark = pytest.mark.unit

@@ -25,7 +25,7 @@ from prometheus_client import Counter as PromCounter
 from prometheus_client.process_collector import ProcessCollector
 
 from ..config import Settings
-from ..kafka.observe import BROKER_REACHABLE, PARTITIONS_ASSIGNED, NullMeter
+from ..kafka.reporting import BROKER_REACHABLE, PARTITIONS_ASSIGNED, NullMeter
 from ..kafka.route import Output
 from ..ops.health import MetricsServer, ReadyCheck, serve
 from ..ops.metrics import ERROR_KINDS, STAGE_BUCKETS, register_build_info
@@ -66,7 +66,7 @@ def topic_kinds(settings: Settings) -> dict[str, str]:
 class StageMetrics(NullMeter):
     """The metrics of one stage process, and the calls of its loop that update them.
 
-    The source and sink report through `kafka.observe.Meter`: of its calls `count_error` and
+    The source and sink report through `kafka.reporting.Meter`: of its calls `count_error` and
     `set_lag` count here; the engine's (`observe_batch`, `refresh_state`) stay no-ops.
     """
 
@@ -166,7 +166,7 @@ class StageMetrics(NullMeter):
         for name, value in values.items():
             self.state[name].set(value)
 
-    # -- `kafka.observe.Meter`, as the source and the sink call it -------------------------------
+    # -- `kafka.reporting.Meter`, as the source and the sink call it -------------------------------
 
     def set_lag(self, partition_lags: Mapping[tuple[str, int], int]) -> None:
         """Lag of every partition this consumer owns now; partitions it no longer owns vanish."""
