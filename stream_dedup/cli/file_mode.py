@@ -14,7 +14,7 @@ from typing import TextIO
 from ..config import Settings
 from ..decode import decode
 from ..engine.batch import Engine, open_engine
-from ..engine.stored import seq_key
+from ..engine.stored import TABLES, seq_key
 from ..errors import StreamDedupError
 from ..files import count_lines, read_lines
 from ..ops.metrics import FILE_TOPIC, ServiceMetrics
@@ -224,7 +224,7 @@ def cmd_check(args: argparse.Namespace, settings: Settings) -> int:
     norm = Normalizer(settings.normalize)
     a, b = (norm.normalize(t) for t in (args.first, args.second))
     fps = simhash(Batch.of([a, b]), settings.fingerprint.ngram)
-    engine = Engine(settings, open_store("memory", ""))
+    engine = Engine(settings, open_store("memory", "", TABLES))
     verdict = engine.process([Message("first", args.first, 0), Message("second", args.second, 1)])
     score, _, _ = similarity(a, b, settings.verify)
     for label, text, fp in zip(("first", "second"), (a, b), fps, strict=True):

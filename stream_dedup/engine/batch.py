@@ -45,7 +45,7 @@ from .index.layout import make_layout
 from .index.probe import AnchorQuery, BatchProbe
 from .normalize import Normalizer
 from .snapshots import Snapshots
-from .stored import Doc, encode_doc, seq_key, ttl_key
+from .stored import TABLES, Doc, encode_doc, seq_key, ttl_key
 from .strategies import make_strategy
 from .verdict import (
     Candidate,
@@ -72,7 +72,7 @@ def open_engine(settings: Settings, path: str) -> Engine:
     """An engine on the configured state (`state.*`) at `path`; the store is closed again when
     the engine cannot start on it."""
     st = settings.state
-    store = open_store(st.backend, path, st.block_cache_mb, st.sync_writes, LOOKUPS_ONLY)
+    store = open_store(st.backend, path, TABLES, st.block_cache_mb, st.sync_writes, LOOKUPS_ONLY)
     try:
         return Engine(settings, store)
     except BaseException:

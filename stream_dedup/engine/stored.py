@@ -13,6 +13,11 @@ from dataclasses import dataclass
 
 from ..records import Decision, Verdict
 
+# The engine's tables (the state's column families). meta: format version, sequence counter,
+# snapshots; exact: text hash -> seq; blocks: (table, bucket key) -> packed entries; anchors:
+# anchor -> packed seqs; docs: seq -> stored message; ids: message id -> seq; ttl: (event time,
+# seq) -> "".
+TABLES = ("meta", "exact", "blocks", "anchors", "docs", "ids", "ttl")
 _HEAD = struct.Struct("<qQQBbfHHH")
 _DECISIONS = tuple(Decision)
 _DECISION_CODE = {d: i for i, d in enumerate(_DECISIONS)}

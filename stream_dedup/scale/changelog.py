@@ -25,7 +25,7 @@ Restoring it (`restore.py`)::
     changelog_producer(settings, max_record_bytes) -> KafkaProducer  # idempotent, acks=all
     changelog_end(settings, topic, partition) -> int   # the partition's end offset now
 
-Record format: key = one byte, the column family's index in `state.COLUMN_FAMILIES`, then the
+Record format: key = one byte, the column family's index in `engine.stored.TABLES`, then the
 store key; value = the stored value, or None (a tombstone, which compaction later drops). A range
 delete is expanded into one tombstone per key, read from `inner` before the write is applied.
 Compaction keeps the newest record per key, which is exactly the store's content.
@@ -77,13 +77,14 @@ from kafka import KafkaProducer
 from kafka.errors import KafkaError, KafkaTimeoutError
 
 from ..engine.snapshots import LOCAL_SNAPSHOTS
+from ..engine.stored import TABLES
 from ..errors import ServiceError
 from ..kafka.retry import Backoff, GaveUp, is_retriable
-from ..state.store import COLUMN_FAMILIES, KVStore, WriteSet
+from ..state.store import KVStore, WriteSet
 from . import checkpoint
 
 log = logging.getLogger(__name__)
-_TAG = {cf: bytes([i]) for i, cf in enumerate(COLUMN_FAMILIES)}
+_TAG = {cf: bytes([i]) for i, cf in enumerate(TABLES)}
 LOCAL_ONLY = LOCAL_SNAPSHOTS
 RESTORE_BATCH = 20_000  # records applied to the store per write while restoring
 FLUSH_SLICE_S = 1.0  # a flush waits in slices so that a shutdown request is noticed
@@ -96,7 +97,7 @@ def encode_key(cf: str, key: bytes) -> bytes:
 
 def decode_key(record_key: bytes) -> tuple[str, bytes]:
     """(column family, store key) of a changelog record key."""
-    return COLUMN_FAMILIES[record_key[0]], record_key[1:]
+    return TABLES[record_key[0]], record_key[1:]
 
 
 def changelog_records(inner: KVStore, writes: WriteSet) -> list[tuple[bytes, bytes | None]]:

@@ -14,7 +14,7 @@ Only earlier messages ever answer (the index shards answer with entries earlier 
 order), so a message is dropped only as a duplicate of an earlier one: two near duplicates can
 never drop each other, and following `matched_id` from any dropped message ends at a kept one.
 
-Column families of `state.COLUMN_FAMILIES`, as used here: `docs` what an open message has so
+Column families of `engine.stored.TABLES`, as used here: `docs` what an open message has so
 far by id (its original when it came, and its answers: one value, so a batch costs one write
 per message it touches, and a changelog record per write); `ids` verdicts by id (a `docs.Doc`
 holding the verdict and the event time, then the packed original: `_decided`); `meta` the

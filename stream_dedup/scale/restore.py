@@ -15,6 +15,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import TopicAlreadyExistsError
 
 from ..config import KafkaSettings, Settings
+from ..engine.stored import TABLES
 from ..errors import ServiceError
 from ..kafka.retry import Backoff
 from ..kafka.security import connect
@@ -135,7 +136,7 @@ def _open_dir(settings: Settings, directory: str, wipe: bool) -> KVStore:
     st = settings.state
     if wipe:
         shutil.rmtree(directory, ignore_errors=True)
-    return open_store(st.backend, directory, st.block_cache_mb, st.sync_writes)
+    return open_store(st.backend, directory, TABLES, st.block_cache_mb, st.sync_writes)
 
 
 def _restore(inner: KVStore, settings: Settings, topic: str, partition: int,

@@ -22,6 +22,7 @@ from pathlib import Path
 from ..config import Settings
 from ..decode import decode
 from ..engine.batch import LOOKUPS_ONLY, Engine
+from ..engine.stored import TABLES
 from ..errors import InputError
 from ..files import read_lines
 from ..records import Message, Verdict
@@ -42,7 +43,7 @@ def _verdicts(messages: list[Message], settings: Settings,
               progress: Callable[[int], None] | None) -> list[Verdict]:
     out: list[Verdict] = []
     with tempfile.TemporaryDirectory(prefix="stream-dedup-audit-") as tmp:
-        engine = Engine(settings, open_store(settings.state.backend, f"{tmp}/state",
+        engine = Engine(settings, open_store(settings.state.backend, f"{tmp}/state", TABLES,
                                              lookups_only=LOOKUPS_ONLY))
         size = settings.engine.batch_size
         for start in range(0, len(messages), size):
@@ -159,7 +160,7 @@ def replay_verdict(pair: dict, settings: Settings) -> Verdict:
     """The verdict today's configuration gives a judged pair on its own: a fresh engine, the
     earlier text (`matched_text`), then the later one (`text`)."""
     # Not closed: closing only snapshots the Bloom filter into the throwaway in-memory store.
-    engine = Engine(settings, MemoryStore())
+    engine = Engine(settings, MemoryStore(TABLES))
     return engine.process([Message("a", pair["matched_text"], 0),
                            Message("b", pair["text"], 1000)])[1]
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from ..config import InputSettings, Settings
 from ..decode import decode
 from ..engine.batch import Engine
+from ..engine.stored import TABLES
 from ..records import DeadLetter, Message, Verdict
 from ..state import MemoryStore
 
@@ -166,7 +167,7 @@ class Fuzzer:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.settings = Settings(input=LIMITS)
-        self.engine = Engine(self.settings, MemoryStore())
+        self.engine = Engine(self.settings, MemoryStore(TABLES))
         self.corpus_dir = Path(args.corpus)
         self.known = load_corpus(self.corpus_dir)
         self.seen_classes = {c["why"].split(" | ", 1)[-1] for c in self.known}
@@ -249,7 +250,7 @@ class Fuzzer:
             if n % a.engine_every == 0:
                 self._flush()
                 self.engine.close()
-                self.engine = Engine(self.settings, MemoryStore())
+                self.engine = Engine(self.settings, MemoryStore(TABLES))
             if time.monotonic() - last >= a.progress_s or n == a.count:
                 self._flush()
                 last = time.monotonic()

@@ -12,13 +12,14 @@ import pytest
 
 from stream_dedup.config import Settings
 from stream_dedup.engine.batch import Engine
+from stream_dedup.engine.stored import TABLES
 from stream_dedup.state import MemoryStore
 from stream_dedup.tools.fuzz import LIMITS, check_one, load_corpus, main
 
 pytestmark = pytest.mark.property
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "fuzz"
 CASES = load_corpus(CORPUS)
-ENGINE = Engine(Settings(input=LIMITS), MemoryStore())
+ENGINE = Engine(Settings(input=LIMITS), MemoryStore(TABLES))
 
 
 def test_corpus_is_kept() -> None:

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from stream_dedup.config import IndexSettings, Settings, VerifySettings
 from stream_dedup.engine.batch import Engine
+from stream_dedup.engine.stored import TABLES
 from stream_dedup.records import Message
 from stream_dedup.state import MemoryStore
 
@@ -44,7 +45,7 @@ def test_the_topology_decides_as_the_engine(topology, stream: list[str], batch: 
     messages = [Message(f"m{i}", t, 1_700_000_000_000 + i * 1000) for i, t in enumerate(stream)]
     for joins, verify in ((1, SMALL.verify), (3, VerifySettings(related_added=False))):
         s = dataclasses.replace(SMALL, verify=verify)
-        engine = Engine(s, MemoryStore())
+        engine = Engine(s, MemoryStore(TABLES))
         expected = {v.id: v for n in range(0, len(messages), batch)
                     for v in engine.process(messages[n:n + batch])}
         assert topology(messages, s, 5, joins, batch) == expected

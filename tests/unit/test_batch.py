@@ -8,6 +8,7 @@ import pytest
 
 from stream_dedup.config import Settings, WindowSettings
 from stream_dedup.engine.batch import Engine
+from stream_dedup.engine.stored import TABLES
 from stream_dedup.records import Decision, Message
 from stream_dedup.state import MemoryStore, open_store
 
@@ -22,7 +23,7 @@ def run(engine: Engine, texts: list[str], start: int = 0, step_ms: int = 1000) -
 
 
 def test_unique_exact_and_near() -> None:
-    engine = Engine(Settings(), MemoryStore())
+    engine = Engine(Settings(), MemoryStore(TABLES))
     v = run(engine, [BASE, "#旅行# " + BASE + " [哈哈]", BASE.replace("干净", "干凈") + "来源：网友",
                      "这本书内容空洞，不值得购买"])
     assert [x.decision for x in v] == [Decision.UNIQUE, Decision.EXACT, Decision.NEAR,
@@ -32,7 +33,7 @@ def test_unique_exact_and_near() -> None:
 
 
 def test_guards_keep_hard_negatives() -> None:
-    engine = Engine(Settings(), MemoryStore())
+    engine = Engine(Settings(), MemoryStore(TABLES))
     v = run(engine, ["房间住了3晚一共花了600元服务还行就是早餐一般般吧",
                      "房间住了5晚一共花了900元服务还行就是早餐一般般吧",
                      "这款手机拍照效果好电池也耐用",
@@ -43,8 +44,8 @@ def test_guards_keep_hard_negatives() -> None:
 
 def test_batch_equals_one_at_a_time() -> None:
     texts = [BASE, BASE + "！", "完全不同的一段文字内容在这里", BASE[:30], BASE]
-    together = run(Engine(Settings(), MemoryStore()), texts)
-    single_engine = Engine(Settings(), MemoryStore())
+    together = run(Engine(Settings(), MemoryStore(TABLES)), texts)
+    single_engine = Engine(Settings(), MemoryStore(TABLES))
     alone = [run(single_engine, [t], start=i)[0] for i, t in enumerate(texts)]
     assert [v.decision for v in together] == [v.decision for v in alone]
 
@@ -53,14 +54,14 @@ def test_texts_normalized_by_the_caller_give_the_same_verdicts_and_state() -> No
     texts = [BASE, "#旅行# " + BASE + " [哈哈]", BASE.replace("干净", "干凈"), "", "  ",
              "這本書內容空洞，不值得購買", "这本书内容空洞，不值得购买", BASE]
     msgs = [Message(f"m{i}", t, 1_700_000_000_000 + i) for i, t in enumerate(texts)]
-    itself, given = Engine(Settings(), MemoryStore()), Engine(Settings(), MemoryStore())
+    itself, given = Engine(Settings(), MemoryStore(TABLES)), Engine(Settings(), MemoryStore(TABLES))
     assert given.process(msgs, given.normalize(texts)) == itself.process(msgs)
     assert given.process(msgs, given.normalize(texts)) == itself.process(msgs)  # replayed
     assert given.store._data == itself.store._data  # type: ignore[attr-defined]
 
 
 def test_replay_returns_first_verdict() -> None:
-    engine = Engine(Settings(), MemoryStore())
+    engine = Engine(Settings(), MemoryStore(TABLES))
     first = run(engine, [BASE, BASE])
     again = run(engine, [BASE, BASE])
     assert [v.decision for v in again] == [v.decision for v in first]
@@ -70,10 +71,10 @@ def test_replay_returns_first_verdict() -> None:
 
 def test_restart_keeps_verdicts(tmp_path: Path) -> None:
     path = str(tmp_path / "state")
-    engine = Engine(Settings(), open_store("rocksdb", path))
+    engine = Engine(Settings(), open_store("rocksdb", path, TABLES))
     run(engine, [BASE, "另一条完全不同的评论，讲的是书的内容"])
     engine.close()
-    reopened = Engine(Settings(), open_store("rocksdb", path))
+    reopened = Engine(Settings(), open_store("rocksdb", path, TABLES))
     v = run(reopened, [BASE, BASE + "好评", "另一条完全不同的评论，讲的是书的内容"], start=2)
     assert [x.decision for x in v] == [Decision.EXACT, Decision.NEAR, Decision.EXACT]
     replay = run(reopened, [BASE], start=0)
@@ -83,17 +84,17 @@ def test_restart_keeps_verdicts(tmp_path: Path) -> None:
 
 def test_crash_without_checkpoint_rebuilds_bloom(tmp_path: Path) -> None:
     path = str(tmp_path / "state")
-    engine = Engine(Settings(), open_store("rocksdb", path))
+    engine = Engine(Settings(), open_store("rocksdb", path, TABLES))
     run(engine, [BASE])
     engine.store.close()  # no checkpoint: as after kill -9
-    reopened = Engine(Settings(), open_store("rocksdb", path))
+    reopened = Engine(Settings(), open_store("rocksdb", path, TABLES))
     assert run(reopened, [BASE], start=1)[0].decision is Decision.EXACT
     reopened.close()
 
 
 def test_expiry_forgets_old_messages_and_bounds_state() -> None:
     settings = Settings(window=WindowSettings(seconds=60))
-    store = MemoryStore()
+    store = MemoryStore(TABLES)
     engine = Engine(settings, store)
     run(engine, [BASE], step_ms=0)
     sizes = []
@@ -108,7 +109,7 @@ def test_expiry_forgets_old_messages_and_bounds_state() -> None:
 
 
 def test_collector_paused_only_during_a_batch(monkeypatch: pytest.MonkeyPatch) -> None:
-    engine = Engine(Settings(), MemoryStore())
+    engine = Engine(Settings(), MemoryStore(TABLES))
     seen = []
     normalize = engine._normalizer.normalize_batch
     monkeypatch.setattr(engine._normalizer, "normalize_batch",

@@ -12,6 +12,7 @@ import pytest
 from kafka.errors import KafkaConnectionError, KafkaTimeoutError, MessageSizeTooLargeError
 
 from stream_dedup.config import ScaleSettings, Settings, StateSettings
+from stream_dedup.engine.stored import TABLES
 from stream_dedup.errors import ServiceError
 from stream_dedup.kafka.retry import Backoff, GaveUp
 from stream_dedup.scale import checkpoint, restore
@@ -23,7 +24,7 @@ from stream_dedup.scale.changelog import (
     to_writes,
 )
 from stream_dedup.scale.restore import CheckpointMismatch, RestoreReport, open_state
-from stream_dedup.state import COLUMN_FAMILIES, MemoryStore, WriteSet
+from stream_dedup.state import MemoryStore, WriteSet
 
 pytestmark = pytest.mark.unit
 
@@ -107,18 +108,18 @@ def two_docs(store: ChangelogStore, first: bytes = b"a", second: bytes = b"b") -
 
 
 def _content(store: MemoryStore) -> dict[str, list[tuple[bytes, bytes]]]:
-    return {cf: list(store.scan(cf, b"", b"\xff" * 32)) for cf in COLUMN_FAMILIES}
+    return {cf: list(store.scan(cf, b"", b"\xff" * 32)) for cf in TABLES}
 
 
 def test_key_encoding_round_trips_every_family() -> None:
-    for cf in COLUMN_FAMILIES:
+    for cf in TABLES:
         assert decode_key(encode_key(cf, b"k\x00ey")) == (cf, b"k\x00ey")
     assert encode_key("meta", b"x") != encode_key("exact", b"x")
 
 
 def test_replaying_the_changelog_rebuilds_the_store() -> None:
     producer = FakeProducer()
-    store = ChangelogStore(MemoryStore(), producer, "cl", 3)
+    store = ChangelogStore(MemoryStore(TABLES), producer, "cl", 3)
     w = WriteSet()
     for i in range(10):
         w.put("ttl", bytes([i]), b"")
@@ -136,7 +137,7 @@ def test_replaying_the_changelog_rebuilds_the_store() -> None:
     tombstones = [decode_key(k) for _, _, k, v in producer.sent if v is None]
     assert tombstones == [("docs", bytes([2])), ("ttl", bytes([0])), ("ttl", bytes([1])),
                           ("ttl", bytes([1]) + b"new"), ("ttl", bytes([2])), ("ttl", bytes([3]))]
-    rebuilt = MemoryStore()
+    rebuilt = MemoryStore(TABLES)
     rebuilt.write(to_writes((k, v) for _, _, k, v in producer.sent))
     assert _content(rebuilt) == _content(store.inner)
     assert list(rebuilt.scan("ttl", b"", b"\xff")) == [(bytes([i]), b"") for i in range(4, 10)]
@@ -145,7 +146,7 @@ def test_replaying_the_changelog_rebuilds_the_store() -> None:
 
 def test_meta_goes_first_and_the_bloom_snapshot_stays_local() -> None:
     producer = FakeProducer()
-    store = ChangelogStore(MemoryStore(), producer, "cl", 0)
+    store = ChangelogStore(MemoryStore(TABLES), producer, "cl", 0)
     w = WriteSet()
     w.put("docs", b"1", b"d")
     for cf, key in LOCAL_ONLY:
@@ -171,14 +172,14 @@ def test_a_crash_mid_write_never_makes_a_replayed_message_its_own_duplicate() ->
              Message("d", "新款笔记本电脑的电池续航只有三个小时，键盘手感一般", 4000),
              Message("e", "这家酒店的服务态度非常好，房间干净整洁，早餐品种丰富", 5000)]
     producer = FakeProducer()
-    engine = Engine(Settings(), ChangelogStore(MemoryStore(), producer, "cl", 0))
+    engine = Engine(Settings(), ChangelogStore(MemoryStore(TABLES), producer, "cl", 0))
     engine.process(first)
     before = len(producer.sent)
     expected = [(v.id, v.decision, v.matched_id) for v in engine.process(batch)]
     records = [(k, v) for _, _, k, v in producer.sent]
     assert len(records) - before > 10
     for cut in range(before, len(records) + 1):
-        restored = MemoryStore()
+        restored = MemoryStore(TABLES)
         restored.write(to_writes(records[:cut]))
         verdicts = Engine(Settings(), restored).process(batch)
         assert not [v for v in verdicts if v.matched_id == v.id], f"cut at record {cut}"
@@ -188,7 +189,7 @@ def test_a_crash_mid_write_never_makes_a_replayed_message_its_own_duplicate() ->
 
 
 def test_flush_raises_for_people_when_a_record_was_refused() -> None:
-    store = ChangelogStore(MemoryStore(), FakeProducer(fail_from=1), "cl", 2)
+    store = ChangelogStore(MemoryStore(TABLES), FakeProducer(fail_from=1), "cl", 2)
     two_docs(store)
     with pytest.raises(ServiceError, match="changelog cl/2: a record was refused"):
         store.flush(1.0)
@@ -196,7 +197,7 @@ def test_flush_raises_for_people_when_a_record_was_refused() -> None:
 
 def test_flush_without_sends_waits_for_nothing() -> None:
     producer = FakeProducer()
-    ChangelogStore(MemoryStore(), producer, "cl", 0).flush(1.0)
+    ChangelogStore(MemoryStore(TABLES), producer, "cl", 0).flush(1.0)
     assert producer.flushes == 0
 
 
@@ -205,7 +206,7 @@ def test_a_failed_flush_resends_from_the_first_unacknowledged_record_in_order(ca
     are sent again, in order, so each key's last record is still its newest value."""
     producer = FakeProducer(fail=(1,), error=KafkaConnectionError("broker away"))
     retries: list = []
-    store = ChangelogStore(MemoryStore(), producer, "cl", 0, backoff(retries=retries))
+    store = ChangelogStore(MemoryStore(TABLES), producer, "cl", 0, backoff(retries=retries))
     two_docs(store)
     w = WriteSet()
     w.put("docs", b"2", b"newer")
@@ -218,14 +219,14 @@ def test_a_failed_flush_resends_from_the_first_unacknowledged_record_in_order(ca
     assert store.end_offset == len(producer.log) and store.in_sync
     assert [what for what, _ in retries] == ["flushing changelog cl/0"]
     assert "flushing changelog cl/0 failed, retrying attempt=1" in caplog.text
-    rebuilt = MemoryStore()
+    rebuilt = MemoryStore(TABLES)
     rebuilt.write(to_writes((k, v) for _, _, k, v in producer.log))
     assert _content(rebuilt) == _content(store.inner)
 
 
 def test_records_in_flight_when_a_flush_times_out_are_waited_for_not_sent_twice() -> None:
     producer = FakeProducer(slow_flushes=3)
-    store = ChangelogStore(MemoryStore(), producer, "cl", 0, backoff())
+    store = ChangelogStore(MemoryStore(TABLES), producer, "cl", 0, backoff())
     two_docs(store)
     store.flush(0.5)
     assert len(producer.sent) == 2 and store.end_offset == 2
@@ -240,7 +241,7 @@ def test_a_retriable_send_error_leaves_the_records_to_flush() -> None:
         raise KafkaTimeoutError("buffer full")
 
     producer.send = blocked_once
-    store = ChangelogStore(MemoryStore(), producer, "cl", 0, backoff())
+    store = ChangelogStore(MemoryStore(TABLES), producer, "cl", 0, backoff())
     two_docs(store)
     assert producer.sent == [] and store.get_many("docs", [b"1"]) == [b"a"]
     store.flush(1.0)
@@ -255,7 +256,7 @@ def test_a_shutdown_ends_the_retries_and_leaves_the_store_out_of_sync() -> None:
         asked.append(1)
         return len(asked) > 3
 
-    store = ChangelogStore(MemoryStore(), producer, "cl", 0, backoff(give_up))
+    store = ChangelogStore(MemoryStore(TABLES), producer, "cl", 0, backoff(give_up))
     two_docs(store)
     with pytest.raises(GaveUp, match="flushing changelog cl/0"):
         store.flush(1.0)
@@ -264,7 +265,7 @@ def test_a_shutdown_ends_the_retries_and_leaves_the_store_out_of_sync() -> None:
 
 def test_without_backoff_a_broker_away_is_an_error_for_people() -> None:
     producer = FakeProducer(fail_from=0, error=KafkaConnectionError("broker away"))
-    store = ChangelogStore(MemoryStore(), producer, "cl", 1)
+    store = ChangelogStore(MemoryStore(TABLES), producer, "cl", 1)
     two_docs(store)
     with pytest.raises(ServiceError, match="changelog cl/1: 2 records not acknowledged"):
         store.flush(1.0)
@@ -272,7 +273,7 @@ def test_without_backoff_a_broker_away_is_an_error_for_people() -> None:
 
 def test_a_refused_record_is_not_retried() -> None:
     producer = FakeProducer(fail=(0,), error=MessageSizeTooLargeError("too large"))
-    store = ChangelogStore(MemoryStore(), producer, "cl", 0, backoff())
+    store = ChangelogStore(MemoryStore(TABLES), producer, "cl", 0, backoff())
     two_docs(store)
     with pytest.raises(ServiceError, match=r"a record was refused: .*too large"):
         store.flush(1.0)
@@ -281,7 +282,7 @@ def test_a_refused_record_is_not_retried() -> None:
 
 def test_detach_drops_the_records_not_acknowledged() -> None:
     producer = FakeProducer(fail_from=0, error=KafkaConnectionError("away"))
-    store = ChangelogStore(MemoryStore(), producer, "cl", 0, backoff())
+    store = ChangelogStore(MemoryStore(TABLES), producer, "cl", 0, backoff())
     two_docs(store)
     store.detach()
     store.flush(1.0)
@@ -330,7 +331,7 @@ def test_a_clean_close_in_sync_lets_the_next_open_restore_only_the_tail(
     store.close()
     assert checkpoint.read(directory).offset == 2
     # Another owner writes two more records meanwhile.
-    other = ChangelogStore(MemoryStore(), fake_changelog.producer, "cl", 0)
+    other = ChangelogStore(MemoryStore(TABLES), fake_changelog.producer, "cl", 0)
     two_docs(other, b"x", b"y")
     other.flush(1.0)
     store, report = open_state(ROCKS, directory, fake_changelog.producer, "cl", 0)
@@ -410,7 +411,7 @@ def test_checkpoints_are_off_at_age_zero_and_for_memory_state(tmp_path, fake_cha
 
 def test_a_restore_cut_by_the_broker_going_away_starts_again(tmp_path, fake_changelog,
                                                              monkeypatch) -> None:
-    two_docs(ChangelogStore(MemoryStore(), fake_changelog.producer, "cl", 0))
+    two_docs(ChangelogStore(MemoryStore(TABLES), fake_changelog.producer, "cl", 0))
     fake_changelog.producer.flush(1.0)
     cuts = [KafkaConnectionError("broker away")]
 

@@ -23,6 +23,7 @@ from test_runtime_service import TEXT, FakeSink, FakeSource, Rec, rec, settings
 from stream_dedup import errors
 from stream_dedup.config import MetricsSettings
 from stream_dedup.engine.batch import Engine
+from stream_dedup.engine.stored import TABLES
 from stream_dedup.kafka import ServiceError
 from stream_dedup.kafka.reporting import CONDITIONS, NULL_METER
 from stream_dedup.kafka.retry import Backoff, Shutdown
@@ -76,7 +77,7 @@ def metered(batches: list[list[Rec]]) -> tuple[Service, LaggingSource, Collector
     registry = CollectorRegistry()
     metrics = ServiceMetrics(registry, s, topics=s.kafka.input_topics)
     source = LaggingSource(batches)
-    svc = Service(s, Engine(s, MemoryStore()), source, FakeSink(source.log), Shutdown(1.0),
+    svc = Service(s, Engine(s, MemoryStore(TABLES)), source, FakeSink(source.log), Shutdown(1.0),
                   metrics, Readiness(*CONDITIONS))
     return svc, source, registry
 
@@ -353,7 +354,7 @@ def test_service_error_is_in_the_error_tree() -> None:
 def test_without_metrics_the_service_reports_to_the_null_meter() -> None:
     s = settings()
     source = FakeSource([[rec(0, 0, "a", TEXT)]])
-    svc = Service(s, Engine(s, MemoryStore()), source, FakeSink(source.log), Shutdown(1.0))
+    svc = Service(s, Engine(s, MemoryStore(TABLES)), source, FakeSink(source.log), Shutdown(1.0))
     assert svc.metrics is NULL_METER
     assert svc.step() == 1 and source.log == []
     svc.complete()

@@ -11,6 +11,7 @@ from test_changelog import FakeChangelog, FakeProducer, backoff
 
 from stream_dedup.config import ScaleSettings, Settings, StateSettings
 from stream_dedup.engine.batch import Engine
+from stream_dedup.engine.stored import TABLES
 from stream_dedup.records import Decision, Message
 from stream_dedup.scale import restore
 from stream_dedup.scale.changelog import ChangelogStore
@@ -37,7 +38,7 @@ def engines(*partitions: int) -> tuple[PartitionEngines, FakeProducer, Ends]:
     producer, ends = FakeProducer(), Ends()
     decider = PartitionEngines(SETTINGS, "unused", producer, end_of=ends)  # type: ignore[arg-type]
     for p in partitions:
-        store = ChangelogStore(MemoryStore(), producer, decider.changelog_of(("in", p)), p)
+        store = ChangelogStore(MemoryStore(TABLES), producer, decider.changelog_of(("in", p)), p)
         decider.active[("in", p)] = _Owned(Engine(SETTINGS, store), store)
     return decider, producer, ends
 

@@ -15,6 +15,7 @@ from kafka.errors import KafkaConnectionError, KafkaError
 from stream_dedup.config import KafkaSettings, Settings
 from stream_dedup.config_file import settings_from_dict
 from stream_dedup.engine.batch import Engine
+from stream_dedup.engine.stored import TABLES
 from stream_dedup.errors import ConfigError
 from stream_dedup.kafka.headers import as_dict, kept, verdict_headers
 from stream_dedup.kafka.retry import Backoff, GaveUp, Shutdown
@@ -105,7 +106,7 @@ def service(batches: list[list[Rec]], store: MemoryStore | None = None, **kafka
     s = settings(**kafka)
     source = FakeSource(batches)
     sink = FakeSink(source.log)
-    engine = Engine(s, store or MemoryStore())
+    engine = Engine(s, store or MemoryStore(TABLES))
     return Service(s, engine, source, sink, Shutdown(1.0)), source, sink
 
 
@@ -148,7 +149,7 @@ def test_duplicates_topic_off_drops_duplicates() -> None:
 
 
 def test_a_replayed_batch_gets_its_first_verdicts_again() -> None:
-    store = MemoryStore()
+    store = MemoryStore(TABLES)
     batch = [rec(0, 0, "a", TEXT), rec(1, 0, "b", TEXT)]
     first, _, sink1 = service([list(batch)], store)
     first.step()  # crashed after deciding and sending, before committing: replayed
@@ -230,7 +231,7 @@ def test_a_pipelined_engine_decides_a_batch_while_the_one_before_is_delivered() 
     s = settings()
     source = FakeSource([list(b) for b in batches])
     sink = FakeSink(source.log)
-    svc = Service(s, Pipelined(Engine(s, MemoryStore()), source.log), source, sink,
+    svc = Service(s, Pipelined(Engine(s, MemoryStore(TABLES)), source.log), source, sink,
                   Shutdown(1.0))
     assert svc.step() == 2 and source.log == ["prepare", "submit"] and sink.outputs == []
     assert svc.step() == 2  # the second prepared while the first is decided, the first's
@@ -253,7 +254,7 @@ def test_settling_takes_the_batch_being_decided_through_delivery_first() -> None
     s = settings()
     source = FakeSource([[rec(0, 0, "a", TEXT)]])
     sink = FakeSink(source.log)
-    svc = Service(s, Pipelined(Engine(s, MemoryStore()), source.log), source, sink,
+    svc = Service(s, Pipelined(Engine(s, MemoryStore(TABLES)), source.log), source, sink,
                   Shutdown(1.0))
     assert svc.step() == 1 and source.log == ["prepare", "submit"]
     source.settle()  # partitions about to be revoked

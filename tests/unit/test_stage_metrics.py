@@ -15,6 +15,7 @@ from prometheus_client import CollectorRegistry
 
 from stream_dedup import __version__
 from stream_dedup.config import MetricsSettings, Settings, WindowSettings
+from stream_dedup.engine.stored import TABLES
 from stream_dedup.kafka.reporting import BROKER_REACHABLE, PARTITIONS_ASSIGNED
 from stream_dedup.kafka.route import Output
 from stream_dedup.ops.health import Readiness
@@ -204,7 +205,7 @@ def _keys(store: MemoryStore, families: tuple[str, ...] = ENTRY_FAMILIES) -> int
 
 def test_index_entry_count_follows_inserts_replays_and_expiry() -> None:
     s = dataclasses.replace(Settings(), window=WindowSettings(seconds=10.0))
-    store = MemoryStore()
+    store = MemoryStore(TABLES)
     counted = KeyCount(store, ENTRY_FAMILIES, check=False)
     shard = Shard(counted, s)
     batch = [Probe(EXACT, 0, 1, 1_000, "a", 0), Probe(BLOCK, 0, 2, 1_000, "a", 1, 5, "甲"),
@@ -220,7 +221,7 @@ def test_index_entry_count_follows_inserts_replays_and_expiry() -> None:
 
 
 def test_pending_joins_count_rewrites_and_decided_messages() -> None:
-    store = MemoryStore()
+    store = MemoryStore(TABLES)
     counted = KeyCount(store, ("docs",), check=True)
     join = Join(counted, Settings())
     exact = Answer("m2", 0, EXACT, (Hit("m1", 1, 0, -1, ""),))
