@@ -162,7 +162,7 @@ class EngineSettings:
 
     batch_size: int = 4000
     # `stream-dedup run` with `scale.scope: process`: child, in a process of its own while the
-    # service polls and sends (`engine_process.py`); inline in the service's process.
+    # service polls and sends (`runtime/engine_process.py`); inline in the service's process.
     process: Literal["inline", "child"] = "child"
 
 

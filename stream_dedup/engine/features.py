@@ -37,7 +37,7 @@ _NONE = np.zeros(0, _U64)
 
 
 # The families of anchors, in the order a message's anchors are listed: each family has its own
-# share of shared keys that makes a candidate (`decide.anchor_need`).
+# share of shared keys that makes a candidate (`verdict.anchor_need`).
 WINNOWED, BIGRAM, DELETION = range(3)
 FAMILIES = 3
 

@@ -59,7 +59,7 @@ def similarities(texts: Sequence[str], first: Sequence[int], second: Sequence[in
     """(score, how it matches, Jaccard) of texts[first[k]] and texts[second[k]] for every k, in
     one compiled pass (sets of bigrams built and intersected pair by pair in Python cost more
     than the rest of the verify stage). The score decides whether a pair matches; the Jaccard
-    ranks the candidates of a message on one scale (`decide.closest_verdict`)."""
+    ranks the candidates of a message on one scale (`verdict.closest_verdict`)."""
     lengths = np.fromiter(map(len, texts), np.int64, count=len(texts))
     starts = np.zeros(len(texts) + 1, np.int64)
     np.cumsum(lengths, out=starts[1:])

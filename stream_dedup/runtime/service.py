@@ -20,7 +20,7 @@ Per batch, in this order (the order is the delivery guarantee):
 This batch is then the one in flight. It is completed (step 6) by the next batch, by a poll that
 finds nothing, before partitions are revoked in a rebalance, and when the service stops.
 
-An engine in a process of its own (`engine_process.EngineProcess`, `engine.process: child`)
+An engine in a process of its own (`runtime.engine_process.EngineProcess`, `engine.process: child`)
 decides a batch while this process takes the batch before it through steps 4-6 and polls and
 decodes the next: a batch is handed over (3) after the previous one's verdicts came back, and
 goes through 4-6 in the next step. While a batch is being decided, the poll takes only what has

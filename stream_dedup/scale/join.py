@@ -1,5 +1,5 @@
 """One partition of the decide stage: join a message's original and its answers, then decide it
-with the engine's verification (`decide.closest_verdict`). Pure of Kafka; state in a `KVStore`.
+with the engine's verification (`verdict.closest_verdict`). Pure of Kafka; state in a `KVStore`.
 
 A message is decided once its original and one answer per probe (`Original.probes`, counted by
 probe index, so a replayed answer counts once) are in. Its verdict is remembered by id together
@@ -16,7 +16,7 @@ never drop each other, and following `matched_id` from any dropped message ends 
 
 Column families of `engine.stored.TABLES`, as used here: `docs` what an open message has so
 far by id (its original when it came, and its answers: one value, so a batch costs one write
-per message it touches, and a changelog record per write); `ids` verdicts by id (a `docs.Doc`
+per message it touches, and a changelog record per write); `ids` verdicts by id (a `stored.Doc`
 holding the verdict and the event time, then the packed original: `_decided`); `meta` the
 newest event time seen. Verdicts older
 than the window behind it are forgotten by a periodic sweep (`sweep.Sweeper`): a replay that

@@ -1,5 +1,5 @@
 """The global scope decides as the engine: on any stream, the three stages fed in arrival order
-give every message the engine's verdict (the one verdict module, `decide`, behind both).
+give every message the engine's verdict (the one verdict module, `engine/verdict.py`, behind both).
 
 Streams are drawn from a few shared clauses and short chat lines, with the edits the verdict
 rules tell apart: characters replaced, particles and comments added, numbers changed, clauses
