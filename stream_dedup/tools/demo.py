@@ -29,11 +29,11 @@ from kafka.errors import KafkaError
 
 from ..config import KafkaSettings, Settings
 from ..errors import ServiceError
-from ..kafka.broker import LocalBroker
-from ..kafka.ports import PortClaims
 from ..kafka.produce import produce_file
 from ..kafka.topics import LagWatch, admin, configured_topics, create_topics, record_counts
 from ..runtime.lifecycle import metrics_url
+from .broker import LocalBroker
+from .ports import PortClaims
 
 log = logging.getLogger(__name__)
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample.jsonl.gz"
