@@ -141,7 +141,6 @@ def unique(message_id: str, related: tuple[str, str, int, float] | None,
     return Verdict(message_id, Decision.UNIQUE, "unique")
 
 
-
 def per_message(by_row: dict[int, list[tuple[int, int, int]]], owner: np.ndarray,
                  seqs: np.ndarray, limit: int) -> list[list[tuple[int, int, int]]]:
     """Candidates of each message from those of its fingerprint rows: the message itself left

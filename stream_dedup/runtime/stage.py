@@ -100,13 +100,11 @@ def stage_kafka(settings: Settings, stage: Stage) -> KafkaSettings:
                                poll_batch_size=stage.poll_batch_size)
 
 
-
 class StageLoop:
     """One stage's consumer, producer and counts between its start and its stop."""
 
-    def __init__(self, settings: Settings, stage: Stage, k: KafkaSettings,
-                 metrics: StageMetrics, ready: Readiness, life: Lifecycle) -> None:
-        self.settings = settings
+    def __init__(self, stage: Stage, k: KafkaSettings, metrics: StageMetrics, ready: Readiness,
+                 life: Lifecycle) -> None:
         self.stage = stage
         self.k = k
         self.metrics = metrics
@@ -193,7 +191,7 @@ def run_stage(settings: Settings, stage: Stage) -> int:
     metrics = StageMetrics(CollectorRegistry(), settings, stage.name, k.input_topics)
     ready = Readiness(*CONDITIONS)
     with lifecycle(k, settings.metrics, metrics, ready) as life:
-        loop = StageLoop(settings, stage, k, metrics, ready, life)
+        loop = StageLoop(stage, k, metrics, ready, life)
         try:
             source, sink = loop.start()
             while not life.shutdown.requested:
