@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 from kafka.errors import KafkaConnectionError
-from test_changelog import FakeChangelog, FakeProducer, backoff
+from test_changelog import FakeProducer, backoff
+from test_restore import FakeChangelog
 
 from stream_dedup.config import Settings, StateSettings, WindowSettings
 from stream_dedup.config_file import settings_from_dict

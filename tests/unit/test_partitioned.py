@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 from kafka import TopicPartition
-from test_changelog import FakeChangelog, FakeProducer, backoff
+from test_changelog import FakeProducer, backoff
+from test_restore import FakeChangelog
 
 from stream_dedup.config import ScaleSettings, Settings, StateSettings
 from stream_dedup.engine.batch import Engine
