@@ -20,8 +20,8 @@ from pathlib import Path
 from results import dev_stream, table, write
 
 from stream_dedup.config import Settings
-from stream_dedup.engine import open_engine
-from stream_dedup.eval.labelled import read_labelled, true_duplicates
+from stream_dedup.engine.batch import open_engine
+from stream_dedup.tools.eval.labelled import read_labelled, true_duplicates
 
 BANDS = ((15, "up to 15"), (40, "16-40"), (sys.maxsize, "over 40"))
 

@@ -71,17 +71,18 @@ from kafka import KafkaConsumer, TopicPartition
 
 from stream_dedup.config import EngineSettings, KafkaSettings, Settings
 from stream_dedup.decode import decode
-from stream_dedup.engine import open_engine
-from stream_dedup.kafka.broker import LocalBroker
-from stream_dedup.kafka.demo import service_env
+from stream_dedup.engine.batch import open_engine
 from stream_dedup.kafka.produce import new_producer, send_lines
 from stream_dedup.kafka.retry import Backoff, Shutdown
-from stream_dedup.kafka.run import open_decider, quiet_kafka_logs
-from stream_dedup.kafka.service import STEPS, Service
 from stream_dedup.kafka.sink import KafkaSink
 from stream_dedup.kafka.source import KafkaSource
 from stream_dedup.kafka.topics import admin, configured_topics, create_topics
 from stream_dedup.records import DeadLetter
+from stream_dedup.runtime.lifecycle import quiet_kafka_logs
+from stream_dedup.runtime.run import open_decider
+from stream_dedup.runtime.service import STEPS, Service
+from stream_dedup.tools.broker import LocalBroker
+from stream_dedup.tools.demo import service_env
 
 TTL_S = 24 * 3600
 # A broker started moments ago is slower than one that has run a while, and a run without

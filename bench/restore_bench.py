@@ -37,17 +37,18 @@ import results
 
 from stream_dedup.config import KafkaSettings, Settings
 from stream_dedup.decode import decode
-from stream_dedup.engine import Engine
+from stream_dedup.engine.batch import Engine
+from stream_dedup.engine.stored import TABLES
 from stream_dedup.kafka.topics import admin
 from stream_dedup.records import Message
-from stream_dedup.scale.changelog import (
-    ChangelogStore,
+from stream_dedup.scale.changelog import ChangelogStore
+from stream_dedup.scale.restore import (
     changelog_producer,
     ensure_changelog_topics,
     open_state,
     restore,
 )
-from stream_dedup.state import COLUMN_FAMILIES, open_store
+from stream_dedup.state import open_store
 
 MAX_RECORD_BYTES = 8 << 20
 
@@ -74,7 +75,7 @@ def fill(settings: Settings, topic: str, records: int,
     """Decide messages through a changelog store until `records` were sent, then close it;
     returns (messages, records sent, seconds, seconds of the close)."""
     producer = changelog_producer(settings.kafka, MAX_RECORD_BYTES)
-    store = ChangelogStore(open_store("rocksdb", state), producer, topic, 0,
+    store = ChangelogStore(open_store("rocksdb", state, TABLES), producer, topic, 0,
                            checkpoint_dir=state)
     engine = Engine(settings, store)
     started = time.perf_counter()
@@ -129,10 +130,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"filled: {sent:,} changelog records from {decided:,} messages in "
                   f"{fill_s:.1f} s ({sent / decided:.1f} records per message); clean close "
                   f"(Bloom snapshot, directory synced, checkpoint written) {close_s:.2f} s")
-            target = open_store("rocksdb", f"{tmp}/target")
+            target = open_store("rocksdb", f"{tmp}/target", TABLES)
             report = restore(target, settings.kafka, topic, 0, 3600.0, MAX_RECORD_BYTES)
             live = {cf: sum(1 for _ in target.scan(cf, b"", b"\xff" * 32))
-                    for cf in COLUMN_FAMILIES}
+                    for cf in TABLES}
             opened = time.perf_counter()
             Engine(settings, target).close()
             open_s = time.perf_counter() - opened

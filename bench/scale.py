@@ -20,10 +20,11 @@ import numpy as np
 import results
 
 from stream_dedup.config import Settings
-from stream_dedup.engine import LOOKUPS_ONLY
-from stream_dedup.index.layout import make_layout
-from stream_dedup.index.probe import AnchorQuery, BatchProbe
-from stream_dedup.index.tables import ENTRY, bucket_key
+from stream_dedup.engine.batch import LOOKUPS_ONLY
+from stream_dedup.engine.index.layout import make_layout
+from stream_dedup.engine.index.probe import AnchorQuery, BatchProbe
+from stream_dedup.engine.index.tables import ENTRY, bucket_key
+from stream_dedup.engine.stored import TABLES
 from stream_dedup.state import WriteSet, open_store
 
 
@@ -76,7 +77,8 @@ def main() -> None:
     layout = make_layout(args.layout, args.k)
     rng = np.random.default_rng(7)
     with tempfile.TemporaryDirectory(prefix="stream-dedup-scale-") as tmp:
-        store = open_store("rocksdb", args.state or f"{tmp}/state", lookups_only=LOOKUPS_ONLY)
+        store = open_store("rocksdb", args.state or f"{tmp}/state", TABLES,
+                           lookups_only=LOOKUPS_ONLY)
         stored = 0
         rows: list[tuple[int, float, float, float, float]] = []
         print(f"layout {args.layout} k={args.k}: {len(layout.tables)} tables")

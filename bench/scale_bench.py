@@ -36,13 +36,14 @@ from kafka import KafkaConsumer, TopicPartition
 
 from stream_dedup.config import KafkaSettings, Settings
 from stream_dedup.decode import decode
-from stream_dedup.engine import Engine
-from stream_dedup.index.layout import make_layout
+from stream_dedup.engine.batch import Engine
+from stream_dedup.engine.index.layout import make_layout
+from stream_dedup.engine.stored import TABLES
 from stream_dedup.kafka.headers import MATCHED_ID, VERDICT
 from stream_dedup.kafka.produce import new_producer, send_lines
 from stream_dedup.kafka.topics import create_topics, record_counts
-from stream_dedup.scale.changelog import restore
 from stream_dedup.scale.probes import unpack_probes
+from stream_dedup.scale.restore import restore
 from stream_dedup.state import MemoryStore
 from stream_dedup.state.rocksdb import RocksStore
 
@@ -173,7 +174,7 @@ def compare(bootstrap: str, topics: tuple[str, str], lines: list[bytes]) -> dict
         seen.setdefault(ident, ((r.timestamp, ident.encode()), matched))
     consumer.close()
     settings = Settings()
-    engine = Engine(settings, MemoryStore())
+    engine = Engine(settings, MemoryStore(TABLES))
     messages = [decode(raw, f"line:{n}", f"line:{n}", n, settings.input)
                 for n, raw in enumerate(lines)]
     file_kept = {v.id for n in range(0, len(messages), 1000)

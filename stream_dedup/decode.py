@@ -59,12 +59,45 @@ def _too_deep(doc: str, obj: Any, limit: int) -> bool:
     return doc.count("{") + doc.count("[") > limit and _depth(obj) > limit
 
 
+def _from_json(doc: str, settings: InputSettings) -> tuple[str, str | None, int | None] | str:
+    """The text, id and event time (None: the record has none) of a JSON record, or the reason
+    it is a dead letter."""
+    try:
+        obj = json.loads(doc)
+    except json.JSONDecodeError as exc:
+        return f"malformed JSON: {exc.msg} at column {exc.colno}"
+    except RecursionError:
+        return f"JSON nested deeper than input.max_json_depth={settings.max_json_depth}"
+    if _too_deep(doc, obj, settings.max_json_depth):
+        return f"JSON nested deeper than input.max_json_depth={settings.max_json_depth}"
+    if not isinstance(obj, dict):
+        return "JSON record is not an object"
+    text = _field(obj, settings.text_field)
+    if not isinstance(text, str):
+        return f"missing text field '{settings.text_field}'"
+    title = _field(obj, settings.title_field) if settings.title_field else None
+    if isinstance(title, str) and title.strip():
+        text = f"{title}\n{text}"  # the first paragraph (fingerprint.title)
+    ident = None
+    if settings.id_field:
+        found = _field(obj, settings.id_field)
+        if isinstance(found, str | int) and not isinstance(found, bool):
+            ident = str(found)
+    ts = None
+    if settings.time_field:
+        ts = _event_ms(_field(obj, settings.time_field))
+        if ts is None:
+            return f"missing or unreadable time field '{settings.time_field}'"
+    return text, ident, ts
+
+
 def decode(raw: bytes, source: str, fallback_id: str, arrival_ms: int,
            settings: InputSettings, scope: bytes | None = None,
            origin: tuple[str, int] | None = None) -> Message | DeadLetter:
     """Decode one record. `fallback_id` is used when there is no id field (a file line number, a
     topic/partition/offset); `arrival_ms` when there is no event-time field; `scope` and
-    `origin` are passed on to the message (see `Message`)."""
+    `origin` are passed on to the message (see `Message`). A text record is its text; a JSON
+    one is read by `_from_json`."""
 
     def dead(reason: str) -> DeadLetter:
         return DeadLetter(source, reason, raw)
@@ -79,34 +112,13 @@ def decode(raw: bytes, source: str, fallback_id: str, arrival_ms: int,
     if not stripped:
         return dead("empty record")
     ident, ts = fallback_id, arrival_ms
-    as_json = settings.format == "json" or (settings.format == "auto" and stripped[0] == "{")
-    if as_json:
-        try:
-            obj = json.loads(stripped)
-        except json.JSONDecodeError as exc:
-            return dead(f"malformed JSON: {exc.msg} at column {exc.colno}")
-        except RecursionError:
-            return dead(f"JSON nested deeper than input.max_json_depth={settings.max_json_depth}")
-        if _too_deep(stripped, obj, settings.max_json_depth):
-            return dead(f"JSON nested deeper than input.max_json_depth={settings.max_json_depth}")
-        if not isinstance(obj, dict):
-            return dead("JSON record is not an object")
-        value = _field(obj, settings.text_field)
-        if not isinstance(value, str):
-            return dead(f"missing text field '{settings.text_field}'")
-        text = value
-        title = _field(obj, settings.title_field) if settings.title_field else None
-        if isinstance(title, str) and title.strip():
-            text = f"{title}\n{text}"  # the first paragraph (fingerprint.title)
-        if settings.id_field:
-            found = _field(obj, settings.id_field)
-            if isinstance(found, str | int) and not isinstance(found, bool):
-                ident = str(found)
-        if settings.time_field:
-            stamp = _event_ms(_field(obj, settings.time_field))
-            if stamp is None:
-                return dead(f"missing or unreadable time field '{settings.time_field}'")
-            ts = stamp
+    if settings.format == "json" or (settings.format == "auto" and stripped[0] == "{"):
+        fields = _from_json(stripped, settings)
+        if isinstance(fields, str):
+            return dead(fields)
+        text, found_id, found_ts = fields
+        ident = ident if found_id is None else found_id
+        ts = ts if found_ts is None else found_ts
     if not text.strip():
         return dead("empty text")
     if ("\\u" in stripped and _SURROGATE.search(text)) or _SURROGATE.search(ident):

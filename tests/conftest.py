@@ -11,6 +11,7 @@ import pytest
 from dev_stream import dev_stream_path
 
 from stream_dedup.config import Settings
+from stream_dedup.engine.stored import TABLES
 from stream_dedup.records import Message, Verdict
 from stream_dedup.scale.join import Join
 from stream_dedup.scale.prober import Prober
@@ -31,8 +32,8 @@ def _topology(messages: Sequence[Message], settings: Settings, shards: int, join
               batch: int) -> dict[str, Verdict]:
     """The global scope's three stages in one process, fed in total order, batch by batch:
     the verdict of every message by id."""
-    index = [Shard(MemoryStore(), settings) for _ in range(shards)]
-    decide = [Join(MemoryStore(), settings) for _ in range(joins)]
+    index = [Shard(MemoryStore(TABLES), settings) for _ in range(shards)]
+    decide = [Join(MemoryStore(TABLES), settings) for _ in range(joins)]
     prober = Prober(settings)
     got: dict[str, Verdict] = {}
     for n in range(0, len(messages), batch):

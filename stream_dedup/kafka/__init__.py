@@ -1,27 +1,10 @@
-"""The streaming service: Kafka in, the engine in the middle, Kafka out.
+"""The Kafka adapters: the edges of the service and of the stages, knowing nothing of the engine.
 
-Theory of operation. One process runs one loop over one consumer-group member, one engine and one
-producer (`service.Service`); every partition the member is assigned feeds the same engine, so a
-near repeat on partition 3 of a message first seen on partition 0 is found. A batch goes:
-
-    poll -> decode -> engine.process (durable) -> route -> produce and wait for acks -> commit
-
-and input offsets are committed only after the last step before them succeeded, so a crash at any
-point replays at most the uncommitted batch. Replay is safe because the engine stores every
-message id with its first verdict: a replayed message is emitted again with that verdict, never
-as a duplicate of its own earlier pass. Delivery is therefore at-least-once: nothing is lost, and a
-crash between "produce" and "commit" emits that batch's outputs twice.
-
-State layout. The engine's state is one RocksDB directory per process (`state.path`) holding the
-whole index for every partition this process consumes. Scaling out (`scale.scope`) keys it by
-partition or by fingerprint shard so that several processes can split the index; nothing here
-assumes one process beyond that directory: offsets live in Kafka, verdicts in the state.
-
-Modules, edges outside-in: `source` (consumer, commits, rebalances), `sink` (producer, acks),
-`route` and `headers` (pure: records and verdicts to output records), `service` (the loop),
-`observe` (what the loop reports to: metrics and readiness, or nothing), `topics` (admin),
-`produce` (file -> topic), `broker` and `demo` (the local demo), `run` (`stream-dedup run`: the
-engine, the edges, the metrics port and the signals wired together).
+Modules, outside-in: `source` (consumer, commits, rebalances), `sink` (producer, acks), `route`
+and `headers` (pure: records and verdicts to output records), `retry` (backoff, shutdown),
+`reporting` (what the adapters report to: metrics and readiness, or nothing), `security` (client
+settings, the kafka-python fix `install`s), `topics` (admin), `produce` (file -> topic).
+`stream_dedup.runtime` wires them to the engine.
 """
 
 from ..errors import ServiceError

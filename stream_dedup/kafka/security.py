@@ -23,7 +23,7 @@ from kafka.errors import KafkaError
 
 from ..config import KafkaSettings
 from ..errors import ServiceError
-from ..secret import Secret, read_secret
+from ..ops.secret import Secret, read_secret
 
 AUTH_HINT = ("check kafka.sasl_username, the password in kafka.sasl_password_env / "
              "kafka.sasl_password_file and kafka.sasl_mechanism")
@@ -131,7 +131,6 @@ class _SecurityWatch(logging.Handler):
 
 
 WATCH = _SecurityWatch()
-logging.getLogger("kafka").addHandler(WATCH)
 T = TypeVar("T")
 
 
@@ -163,12 +162,19 @@ def _keep_data_read_before_eof() -> None:
         cls._sock_recv = sock_recv  # type: ignore[method-assign]
 
 
-_keep_data_read_before_eof()
+def install() -> None:
+    """Watch kafka-python's log for security failures and keep the data it read before an EOF;
+    `connect` does it before the first client is made (a second call changes nothing)."""
+    kafka_log = logging.getLogger("kafka")
+    if WATCH not in kafka_log.handlers:
+        kafka_log.addHandler(WATCH)
+    _keep_data_read_before_eof()
 
 
 def connect(what: str, k: KafkaSettings, make: Callable[[], T]) -> T:
     """Make a kafka-python client; a refused login or an untrusted broker certificate becomes a
     ServiceError naming the cause (not retried: waiting does not fix a password)."""
+    install()
     mark = WATCH.mark()
     try:
         return make()

@@ -32,7 +32,7 @@ from kafka.errors import KafkaTimeoutError
 
 from ..config import KafkaSettings
 from ..errors import ServiceError
-from .observe import BROKER_REACHABLE, NULL_METER, NULL_READY, Meter, Ready
+from .reporting import BROKER_REACHABLE, NULL_METER, NULL_READY, Meter, Ready
 from .retry import Backoff, GaveUp
 from .route import Output
 from .security import rdkafka_security

@@ -34,7 +34,7 @@ from kafka.errors import (
 )
 
 from ..config import KafkaSettings
-from .observe import BROKER_REACHABLE, NULL_METER, NULL_READY, PARTITIONS_ASSIGNED, Meter, Ready
+from .reporting import BROKER_REACHABLE, NULL_METER, NULL_READY, PARTITIONS_ASSIGNED, Meter, Ready
 from .retry import Backoff, GaveUp, is_retriable
 from .route import InputRecord
 from .security import client_security, connect, describe

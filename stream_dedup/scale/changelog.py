@@ -11,6 +11,9 @@ API (stable; `scope: key` and the `scope: global` index stage both use it)::
     store.end_offset           # changelog offset after the last acknowledged record (or -1)
     store.detach()             # from now on writes stay local (the partition moved away)
     store.close()              # closes `inner`; writes the checkpoint when in sync
+
+Restoring it (`restore.py`)::
+
     open_state(settings, directory, producer, topic, partition, backoff) -> (store, report)
                                # the directory in sync with the changelog's end: only the
                                # tail after a valid checkpoint, else wiped and restored whole;
@@ -22,7 +25,7 @@ API (stable; `scope: key` and the `scope: global` index stage both use it)::
     changelog_producer(settings, max_record_bytes) -> KafkaProducer  # idempotent, acks=all
     changelog_end(settings, topic, partition) -> int   # the partition's end offset now
 
-Record format: key = one byte, the column family's index in `state.COLUMN_FAMILIES`, then the
+Record format: key = one byte, the column family's index in `engine.stored.TABLES`, then the
 store key; value = the stored value, or None (a tombstone, which compaction later drops). A range
 delete is expanded into one tombstone per key, read from `inner` before the write is applied.
 Compaction keeps the newest record per key, which is exactly the store's content.
@@ -51,7 +54,7 @@ the resend succeeds: a crash in between is the prefix rule's only gap.)
 
 Local checkpoint (`checkpoint.py`): a store closed in sync with its changelog (every record
 acknowledged, not detached) records the offset its directory holds, after syncing the
-directory; `open_state` removes it before writing, and restores only from that offset on. A
+directory; `restore.open_state` removes it before writing, and restores only from that offset on. A
 checkpoint is not trusted when it names another changelog partition, when its offset is outside
 the partition's current range (topic recreated, records deleted), or when it is older than
 `scale.checkpoint_max_age_s` (a tombstone written after it may be compacted away by then).
@@ -67,27 +70,21 @@ drops its unacknowledged records) as soon as the rebalance reaches it.
 from __future__ import annotations
 
 import logging
-import os
-import shutil
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
 
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.errors import KafkaError, KafkaTimeoutError, TopicAlreadyExistsError
+from kafka import KafkaProducer
+from kafka.errors import KafkaError, KafkaTimeoutError
 
-from ..config import KafkaSettings, Settings
-from ..engine import LOCAL_SNAPSHOTS
+from ..engine.snapshots import LOCAL_SNAPSHOTS
+from ..engine.stored import TABLES
 from ..errors import ServiceError
 from ..kafka.retry import Backoff, GaveUp, is_retriable
-from ..kafka.security import connect
-from ..kafka.topics import TIMEOUT_MS, admin, cluster
-from ..state import open_store
-from ..state.store import COLUMN_FAMILIES, KVStore, WriteSet
+from ..state.store import KVStore, WriteSet
 from . import checkpoint
 
 log = logging.getLogger(__name__)
-_TAG = {cf: bytes([i]) for i, cf in enumerate(COLUMN_FAMILIES)}
+_TAG = {cf: bytes([i]) for i, cf in enumerate(TABLES)}
 LOCAL_ONLY = LOCAL_SNAPSHOTS
 RESTORE_BATCH = 20_000  # records applied to the store per write while restoring
 FLUSH_SLICE_S = 1.0  # a flush waits in slices so that a shutdown request is noticed
@@ -100,7 +97,7 @@ def encode_key(cf: str, key: bytes) -> bytes:
 
 def decode_key(record_key: bytes) -> tuple[str, bytes]:
     """(column family, store key) of a changelog record key."""
-    return COLUMN_FAMILIES[record_key[0]], record_key[1:]
+    return TABLES[record_key[0]], record_key[1:]
 
 
 def changelog_records(inner: KVStore, writes: WriteSet) -> list[tuple[bytes, bytes | None]]:
@@ -249,204 +246,3 @@ class ChangelogStore:
                                             ) from None
 
 
-@dataclass(frozen=True, slots=True)
-class RestoreReport:
-    """What a restore read: records and their key+value bytes, wall time, and the changelog
-    offsets it read from (0 or the log start: from the beginning) and up to."""
-
-    records: int
-    seconds: float
-    bytes: int
-    end_offset: int
-    start_offset: int = 0
-
-
-class CheckpointMismatch(ServiceError):
-    """A checkpoint's offset is not in the changelog partition's current range."""
-
-
-def _reader(settings: KafkaSettings, max_record_bytes: int) -> KafkaConsumer:
-    _k, conn = cluster(settings)
-    return connect("connecting the changelog reader", settings, lambda: KafkaConsumer(
-        group_id=None, client_id=f"{settings.client_id}-changelog", enable_auto_commit=False,
-        max_poll_records=RESTORE_BATCH, fetch_max_bytes=max(64 << 20, max_record_bytes),
-        max_partition_fetch_bytes=max(16 << 20, max_record_bytes),
-        request_timeout_ms=TIMEOUT_MS, bootstrap_timeout_ms=TIMEOUT_MS, **conn))
-
-
-def changelog_end(settings: KafkaSettings, topic: str, partition: int) -> int:
-    """The end offset of a changelog partition now."""
-    reader = _reader(settings, 0)
-    try:
-        tp = TopicPartition(topic, partition)
-        return reader.end_offsets([tp])[tp]
-    finally:
-        reader.close()
-
-
-def restore(inner: KVStore, settings: KafkaSettings, topic: str, partition: int,
-            timeout_s: float, max_record_bytes: int = 1 << 20,
-            start_offset: int | None = None) -> RestoreReport:
-    """Apply the changelog partition, from `start_offset` (None: its beginning, into an empty
-    `inner`) to the end offset it has when the restore starts, to `inner`. ServiceError when
-    it does not finish within `timeout_s`; CheckpointMismatch when `start_offset` is before
-    the partition's first offset or after its end."""
-    started = time.monotonic()
-    tp = TopicPartition(topic, partition)
-    reader = _reader(settings, max_record_bytes)
-    records = size = 0
-    try:
-        reader.assign([tp])
-        end = reader.end_offsets([tp])[tp]
-        first = reader.beginning_offsets([tp])[tp]
-        if start_offset is None:
-            start_offset = first
-        elif not first <= start_offset <= end:
-            raise CheckpointMismatch(f"checkpoint offset {start_offset} of changelog "
-                                     f"{topic}/{partition} is outside {first}..{end}")
-        reader.seek(tp, start_offset)
-        while reader.position(tp) < end:
-            left = timeout_s - (time.monotonic() - started)
-            if left <= 0:
-                raise ServiceError(
-                    f"restoring changelog {topic}/{partition} did not reach offset {end} within "
-                    f"{timeout_s:.0f} s (at {reader.position(tp)}): raise scale.restore_timeout_s")
-            got = [(r.key, r.value)
-                   for batch in reader.poll(timeout_ms=int(min(left, 1.0) * 1000)).values()
-                   for r in batch if r.offset < end]
-            if got:
-                inner.write(to_writes(got))
-                records += len(got)
-                size += sum(len(k) + len(v or b"") for k, v in got)
-    finally:
-        reader.close()
-    return RestoreReport(records, time.monotonic() - started, size, end, start_offset)
-
-
-def open_state(settings: Settings, directory: str, producer: KafkaProducer, topic: str,
-               partition: int, backoff: Backoff | None = None
-               ) -> tuple[ChangelogStore, RestoreReport]:
-    """Open `directory` (`state.backend`) as the state of changelog (topic, partition), in
-    sync with the changelog's end offset: after a trusted checkpoint only the records since
-    are restored; otherwise the directory is wiped and the whole partition restored. With a
-    `backoff`, a restore cut short by the broker going away starts again from the same offset
-    (records applied twice are harmless: each key ends with its last record)."""
-    st, sc = settings.state, settings.scale
-    durable = st.backend != "memory" and sc.checkpoint_max_age_s > 0
-    start = _trusted_offset(directory, topic, partition, sc.checkpoint_max_age_s) \
-        if durable else None
-    inner = _open_dir(settings, directory, wipe=start is None)
-    try:
-        try:
-            report = _restore(inner, settings, topic, partition, start, backoff)
-        except CheckpointMismatch as exc:
-            log.warning("checkpoint not used, restoring in full: %s", exc)
-            inner.close()
-            inner = _open_dir(settings, directory, wipe=True)
-            report = _restore(inner, settings, topic, partition, None, backoff)
-    except BaseException:
-        inner.close()
-        raise
-    store = ChangelogStore(inner, producer, topic, partition, backoff,
-                           directory if durable else None)
-    store.end_offset = report.end_offset
-    return store, report
-
-
-def _open_dir(settings: Settings, directory: str, wipe: bool) -> KVStore:
-    st = settings.state
-    if wipe:
-        shutil.rmtree(directory, ignore_errors=True)
-    return open_store(st.backend, directory, st.block_cache_mb, st.sync_writes)
-
-
-def _restore(inner: KVStore, settings: Settings, topic: str, partition: int,
-             start: int | None, backoff: Backoff | None) -> RestoreReport:
-    sc = settings.scale
-
-    def attempt() -> RestoreReport:
-        return restore(inner, settings.kafka, topic, partition, sc.restore_timeout_s,
-                       sc.changelog_max_record_bytes, start)
-
-    if backoff is None:
-        return attempt()
-    return backoff.call(f"restoring changelog {topic}/{partition}", attempt)
-
-
-def _trusted_offset(directory: str, topic: str, partition: int, max_age_s: float) -> int | None:
-    """The offset of the directory's checkpoint when it can be trusted, else None; the
-    checkpoint is removed either way (the directory is about to be written)."""
-    found = checkpoint.read(directory)
-    checkpoint.remove(directory)
-    if found is None:
-        return None
-    reason = _distrust(found, directory, topic, partition, max_age_s)
-    if reason is not None:
-        log.warning("checkpoint of %s not used, restoring in full: %s", directory, reason)
-        return None
-    return found.offset
-
-
-def _distrust(found: checkpoint.Checkpoint, directory: str, topic: str, partition: int,
-              max_age_s: float) -> str | None:
-    """Why the checkpoint cannot be trusted (None: it can)."""
-    if (found.topic, found.partition) != (topic, partition):
-        return f"it is of changelog {found.topic}/{found.partition}"
-    age = time.time() - found.written_at
-    if not 0 <= age <= max_age_s:
-        return (f"it is {age:.0f} s old; scale.checkpoint_max_age_s is {max_age_s:.0f} "
-                "(tombstones written since may be compacted away)")
-    if not os.path.isdir(directory):
-        return "the directory is missing"
-    return None
-
-
-def changelog_producer(settings: KafkaSettings, max_record_bytes: int) -> KafkaProducer:
-    """The producer of changelog records: idempotent and ``acks=all`` (a record the broker
-    acknowledged survives; order per partition holds across retries); a record fails after
-    `kafka.produce_timeout_s`, as the outputs do, and `ChangelogStore.flush` sends it again."""
-    _k, conn = cluster(settings)
-    return connect("connecting the changelog producer", settings, lambda: KafkaProducer(
-        client_id=f"{settings.client_id}-changelog", acks="all", enable_idempotence=True,
-        linger_ms=settings.linger_ms, batch_size=512 * 1024,
-        max_request_size=max_record_bytes + 1024, request_timeout_ms=TIMEOUT_MS,
-        delivery_timeout_ms=max(int(settings.produce_timeout_s * 1000),
-                                TIMEOUT_MS + settings.linger_ms),
-        retry_backoff_ms=int(settings.retry_backoff_s * 1000),
-        reconnect_backoff_max_ms=int(settings.retry_backoff_max_s * 1000),
-        max_block_ms=int(settings.commit_timeout_s * 1000),
-        bootstrap_timeout_ms=TIMEOUT_MS, allow_auto_create_topics=False, **conn))
-
-
-def _partition_count(client: KafkaAdminClient, name: str) -> int:
-    """Partitions of an existing topic. Another process (a second member starting at the same
-    moment) may have just created it: until its metadata has spread the broker describes it
-    with no partitions, so wait for them, within the admin timeout."""
-    deadline = time.monotonic() + TIMEOUT_MS / 1000
-    while True:
-        have = len(client.describe_topics([name])[0]["partitions"])
-        if have or time.monotonic() > deadline:
-            return have
-        time.sleep(0.2)
-
-
-def ensure_changelog_topics(settings: KafkaSettings, topics: Mapping[str, int],
-                            max_record_bytes: int) -> None:
-    """Create each changelog topic (compacted, `max.message.bytes` = `max_record_bytes`) with
-    its number of partitions; an existing one must have exactly that many."""
-    configs = {"cleanup.policy": "compact", "max.message.bytes": str(max_record_bytes)}
-    with admin(settings) as client:
-        for name, partitions in topics.items():
-            try:
-                client.create_topics(
-                    {name: {"num_partitions": partitions,
-                            "replication_factor": settings.replication_factor,
-                            "configs": configs}},
-                    timeout_ms=TIMEOUT_MS, wait_for_metadata=True)
-            except TopicAlreadyExistsError:
-                have = _partition_count(client, name)
-                if have != partitions:
-                    raise ServiceError(
-                        f"changelog topic {name} has {have} partitions, its input has "
-                        f"{partitions}: delete it (its state is rebuilt only from it) or "
-                        "recreate the input with the same count") from None

@@ -13,15 +13,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
-from .. import meaning
 from ..config import Settings
+from ..engine import meaning
 from ..kafka.retry import Backoff
 from ..kafka.route import InputRecord, Output, route
 from ..records import Message
-from .changelog import RestoreReport
 from .join import Decided, Join
-from .observe import KeyCount
 from .probes import Answer, Original, unpack_answers, unpack_original
+from .restore import RestoreReport
+from .stage_metrics import KeyCount
 from .stages import PartitionStates
 
 log = logging.getLogger(__name__)

@@ -21,10 +21,10 @@ from ..config import Settings
 from ..kafka.retry import Backoff
 from ..kafka.route import InputRecord, Output, decode_batch, route
 from ..records import Message
-from .changelog import RestoreReport
 from .merge import EventTimeMerge
 from .prober import Prober
 from .probes import Original, Probe, pack_original, pack_probes, partition_of
+from .restore import RestoreReport
 
 
 class FingerprintStage:

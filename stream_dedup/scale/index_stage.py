@@ -12,19 +12,19 @@ from collections.abc import Mapping, Sequence
 from typing import cast
 
 from ..config import Settings
+from ..engine.stored import TABLES
 from ..kafka.retry import Backoff
 from ..kafka.route import InputRecord, Output
-from ..state.store import COLUMN_FAMILIES
-from .changelog import RestoreReport
-from .observe import KeyCount
 from .probes import Answer, pack_answers, partition_of, unpack_probes
+from .restore import RestoreReport
 from .shard import Shard
+from .stage_metrics import KeyCount
 from .stages import PartitionStates
 
 RECORDS_PER_BATCH = 24  # packed probe records per batch (each holds up to 256 KiB of probes)
 # Entries: every family but `meta` (the shard's counters). A shard puts an entry only under a
 # key it does not hold and deletes only keys it holds (expiry): the count needs no lookups.
-ENTRY_FAMILIES = tuple(cf for cf in COLUMN_FAMILIES if cf != "meta")
+ENTRY_FAMILIES = tuple(cf for cf in TABLES if cf != "meta")
 
 
 class IndexStage:

@@ -1,5 +1,5 @@
 """One partition of the decide stage: join a message's original and its answers, then decide it
-with the engine's verification (`decide.closest_verdict`). Pure of Kafka; state in a `KVStore`.
+with the engine's verification (`verdict.closest_verdict`). Pure of Kafka; state in a `KVStore`.
 
 A message is decided once its original and one answer per probe (`Original.probes`, counted by
 probe index, so a replayed answer counts once) are in. Its verdict is remembered by id together
@@ -14,9 +14,9 @@ Only earlier messages ever answer (the index shards answer with entries earlier 
 order), so a message is dropped only as a duplicate of an earlier one: two near duplicates can
 never drop each other, and following `matched_id` from any dropped message ends at a kept one.
 
-Column families of `state.COLUMN_FAMILIES`, as used here: `docs` what an open message has so
+Column families of `engine.stored.TABLES`, as used here: `docs` what an open message has so
 far by id (its original when it came, and its answers: one value, so a batch costs one write
-per message it touches, and a changelog record per write); `ids` verdicts by id (a `docs.Doc`
+per message it touches, and a changelog record per write); `ids` verdicts by id (a `stored.Doc`
 holding the verdict and the event time, then the packed original: `_decided`); `meta` the
 newest event time seen. Verdicts older
 than the window behind it are forgotten by a periodic sweep (`sweep.Sweeper`): a replay that
@@ -29,9 +29,11 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from ..commonness import Commonness
 from ..config import Settings
-from ..decide import (
+from ..engine.commonness import Commonness
+from ..engine.features import FAMILIES
+from ..engine.stored import Doc
+from ..engine.verdict import (
     Candidate,
     anchor_need,
     anchor_weights,
@@ -41,11 +43,9 @@ from ..decide import (
     rank_key,
     source_seq,
 )
-from ..docs import Doc
-from ..features import FAMILIES
+from ..engine.verify import similarities, warm_up
 from ..records import Verdict
 from ..state.store import KVStore, WriteSet
-from ..verify import similarities, warm_up
 from .probes import (
     BLOCK,
     EXACT,

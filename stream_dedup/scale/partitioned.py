@@ -3,10 +3,11 @@
 Each (topic, partition) this process owns has its own RocksDB directory
 (`<state.path>/<topic>-<partition>`) wrapped in a `ChangelogStore` writing to the same partition
 number of the input topic's changelog (`scale.changelog_topic`, compacted, as many partitions
-as the input). Messages are scoped by their key (`Message.scope`, see `stream_dedup.scope`), so
-two messages with different keys never match, and a key's messages share a partition.
+as the input). Messages are scoped by their key (`Message.scope`, see
+`stream_dedup.engine.scope`), so two messages with different keys never match, and a key's
+messages share a partition.
 
-Opening a partition (`changelog.open_state`), before any of its records is decided: when the
+Opening a partition (`restore.open_state`), before any of its records is decided: when the
 directory was closed cleanly in sync with the changelog (its checkpoint file), only the changelog
 records written since are applied to it; otherwise it is wiped and the changelog partition is
 restored into it whole (the changelog is the only truth: a directory left by a crash may be
@@ -41,17 +42,12 @@ from kafka import KafkaProducer, TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 
 from ..config import Settings
-from ..engine import Engine, EngineStats
+from ..engine.batch import Engine, EngineStats
 from ..kafka.retry import Backoff
 from ..kafka.topics import admin
 from ..records import Message, Verdict
-from .changelog import (
-    ChangelogStore,
-    changelog_end,
-    changelog_producer,
-    ensure_changelog_topics,
-    open_state,
-)
+from .changelog import ChangelogStore
+from .restore import changelog_end, changelog_producer, ensure_changelog_topics, open_state
 
 log = logging.getLogger(__name__)
 Partition = tuple[str, int]
@@ -71,7 +67,7 @@ class PartitionEngines(ConsumerRebalanceListener):
 
     For the service's metrics it looks like one engine: `stats` adds up every partition
     engine's work, `exact.bloom` is the fullest partition's filter, `store` spans all stores.
-    `end_of` reads a changelog partition's end offset now (`changelog.changelog_end`; a
+    `end_of` reads a changelog partition's end offset now (`restore.changelog_end`; a
     parameter so the rebalance logic can be tested without a broker). `backoff` (the
     service's) retries changelog flushes while the broker is away; without one a failed flush
     stops the process.

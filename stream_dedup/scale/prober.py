@@ -16,14 +16,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import fingerprint as fpr
 from ..config import Settings
-from ..exact import text_hash
-from ..features import FAMILIES, features
-from ..index.layout import make_layout
-from ..normalize import Normalizer
+from ..engine import fingerprint as fpr
+from ..engine.exact import content_hash
+from ..engine.features import FAMILIES, features
+from ..engine.index.layout import make_layout
+from ..engine.normalize import Normalizer
+from ..engine.strategies import make_strategy
 from ..records import Message
-from ..strategies import make_strategy
 from .probes import ANCHOR, BLOCK, EXACT, LOOKUP, Probe
 
 
@@ -68,8 +68,7 @@ class Prober:
         for i, (m, text) in enumerate(zip(messages, texts, strict=True)):
             wanted: list[tuple[int, int, int, int, str]] = []  # kind, table, value, fp, text
             if s.exact.enabled:
-                wanted.append((EXACT, 0, text_hash(text if text else "\x00" + m.text.strip()),
-                               0, ""))
+                wanted.append((EXACT, 0, content_hash(text, m.text), 0, ""))
             own = rows.get(i, [])
             for row in own:
                 wanted += [(BLOCK, t, int(keys[t][row]), int(fps[row]), text)

@@ -25,7 +25,7 @@ from typing import TypeVar
 
 import xxhash
 
-from ..features import FAMILIES
+from ..engine.features import FAMILIES
 
 EXACT, BLOCK, ANCHOR, LOOKUP = 0, 1, 2, 3
 T = TypeVar("T")

@@ -9,7 +9,7 @@ sequence number when it was inserted. A probe whose own key is already there was
 (the fingerprint stage replayed it after a crash); it is answered again from the entries that
 arrived before it did, which is the first answer unless expiry removed some meanwhile.
 
-Column families of `state.COLUMN_FAMILIES`, as used here: `exact`, `blocks`, `anchors` hold the
+Column families of `engine.stored.TABLES`, as used here: `exact`, `blocks`, `anchors` hold the
 entries of the three kinds of shard key (value: arrival, fingerprint, normalized text); `ids`
 the lookup-only markers; `meta` the arrival counter and the newest event time seen.
 

@@ -4,17 +4,27 @@ contract, never against rocksdict directly."""
 
 from collections.abc import Collection
 
-from .store import COLUMN_FAMILIES, KVStore, MemoryStore, WriteSet
+from .store import KVStore, MemoryStore, WriteSet
 
-__all__ = ["COLUMN_FAMILIES", "KVStore", "MemoryStore", "WriteSet", "open_store"]
+__all__ = ["KVStore", "MemoryStore", "WriteSet", "disk_bytes", "open_store"]
 
 
-def open_store(backend: str, path: str, block_cache_mb: int = 256, sync: bool = False,
-               lookups_only: Collection[str] = ()) -> KVStore:
-    """Open the configured backend (`state.backend`); `lookups_only`: the tables the user reads
-    by key only (`rocksdb.RocksStore`)."""
+def open_store(backend: str, path: str, tables: Collection[str], block_cache_mb: int = 256,
+               sync: bool = False, lookups_only: Collection[str] = ()) -> KVStore:
+    """Open the configured backend (`state.backend`) with the user's `tables`; `lookups_only`:
+    the tables the user reads by key only (`rocksdb.RocksStore`)."""
     if backend == "memory":
-        return MemoryStore()
+        return MemoryStore(tables)
     from .rocksdb import RocksStore
 
-    return RocksStore(path, block_cache_mb=block_cache_mb, sync=sync, lookups_only=lookups_only)
+    return RocksStore(path, tables, block_cache_mb=block_cache_mb, sync=sync,
+                      lookups_only=lookups_only)
+
+
+def disk_bytes(backend: str, path: str) -> int:
+    """The size on disk of a store `open_store` opened at `path` (0: it keeps nothing there)."""
+    if backend != "rocksdb":
+        return 0
+    from .rocksdb import directory_bytes
+
+    return directory_bytes(path)

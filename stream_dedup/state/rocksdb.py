@@ -1,4 +1,4 @@
-"""The RocksDB store (rocksdict): one column family per table of `store.COLUMN_FAMILIES`.
+"""The RocksDB store (rocksdict): one column family per table its user names.
 
 rocksdict raises bare exceptions; they are translated into `StateError` here and nowhere else.
 Options chosen for a dedup workload: raw byte keys, a sized block cache with a Bloom
@@ -36,7 +36,7 @@ from rocksdict import (
 )
 
 from ..errors import StateError
-from .store import COLUMN_FAMILIES, WriteSet
+from .store import WriteSet
 
 _MOSTLY_MISSED = ("anchors", "blocks", "ids")
 _MEMTABLE_BLOOM_RATIO = 0.02  # of the write buffer: 1.3 MB for a 64 MB memtable
@@ -73,8 +73,8 @@ class RocksStore:
     """A `KVStore` in a RocksDB directory. One process at a time may open it. `lookups_only`:
     the tables its user reads by key only (module docstring)."""
 
-    def __init__(self, path: str, block_cache_mb: int = 256, sync: bool = False,
-                 lookups_only: Collection[str] = ()) -> None:
+    def __init__(self, path: str, tables: Collection[str], block_cache_mb: int = 256,
+                 sync: bool = False, lookups_only: Collection[str] = ()) -> None:
         self.path = path
         try:
             os.makedirs(path, mode=0o700, exist_ok=True)
@@ -85,15 +85,15 @@ class RocksStore:
         try:
             self._db = Rdict(path, opts, column_families={
                 cf: _options(cache, cf in _MOSTLY_MISSED, cf in lookups_only)
-                for cf in COLUMN_FAMILIES
+                for cf in tables
             })
         except Exception as exc:  # rocksdict raises bare exceptions
             text = str(exc)
             if "lock" in text.lower():
                 text = "it is locked by another process (is another stream-dedup running?)"
             raise StateError(f"cannot open the state directory {path}: {text}") from None
-        self._cfs = {cf: self._db.get_column_family(cf) for cf in COLUMN_FAMILIES}
-        self._handles = {cf: self._db.get_column_family_handle(cf) for cf in COLUMN_FAMILIES}
+        self._cfs = {cf: self._db.get_column_family(cf) for cf in tables}
+        self._handles = {cf: self._db.get_column_family_handle(cf) for cf in tables}
         self._write_opts = WriteOptions()
         self._write_opts.sync = sync
         self._scan_opts = ReadOptions()

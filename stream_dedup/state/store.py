@@ -3,14 +3,9 @@
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
-
-# meta: format version, sequence counter, Bloom snapshot; exact: text hash -> seq;
-# blocks: (table, bucket key) -> packed entries; anchors: anchor -> packed seqs;
-# docs: seq -> stored message; ids: message id -> seq; ttl: (event time, seq) -> "".
-COLUMN_FAMILIES = ("meta", "exact", "blocks", "anchors", "docs", "ids", "ttl")
 
 
 @dataclass(slots=True)
@@ -48,11 +43,12 @@ class KVStore(Protocol):
 
 
 class MemoryStore:
-    """Dicts plus sorted key lists: the reference implementation and the tests' double."""
+    """Dicts plus sorted key lists: the reference implementation and the tests' double.
+    `tables`: the column families its user writes (the engine's: `engine.stored.TABLES`)."""
 
-    def __init__(self) -> None:
-        self._data: dict[str, dict[bytes, bytes]] = {cf: {} for cf in COLUMN_FAMILIES}
-        self._sorted: dict[str, list[bytes] | None] = dict.fromkeys(COLUMN_FAMILIES)
+    def __init__(self, tables: Collection[str]) -> None:
+        self._data: dict[str, dict[bytes, bytes]] = {cf: {} for cf in tables}
+        self._sorted: dict[str, list[bytes] | None] = dict.fromkeys(tables)
 
     def get_many(self, cf: str, keys: Sequence[bytes]) -> list[bytes | None]:
         table = self._data[cf]

@@ -18,14 +18,15 @@ from dev_stream import dev_stream_path
 from kafka import KafkaConsumer, TopicPartition
 
 from stream_dedup.config import KafkaSettings, Settings
-from stream_dedup.engine import Engine
+from stream_dedup.engine.batch import Engine
+from stream_dedup.engine.stored import TABLES
 from stream_dedup.kafka.produce import new_producer, send_lines
 from stream_dedup.kafka.retry import Backoff, Shutdown
-from stream_dedup.kafka.service import Service
 from stream_dedup.kafka.sink import KafkaSink
 from stream_dedup.kafka.source import KafkaSource
 from stream_dedup.kafka.topics import LagWatch
 from stream_dedup.records import Message, Verdict
+from stream_dedup.runtime.service import Service
 from stream_dedup.state import MemoryStore, open_store
 
 REPO = Path(__file__).resolve().parents[2]
@@ -134,7 +135,7 @@ class ThreadedService:
         self.shutdown = Shutdown(k.shutdown_timeout_s)
         backoff = Backoff(k.retry_backoff_s, k.retry_backoff_max_s, self.shutdown.expired)
         st = settings.state
-        self.engine = Recording(Engine(settings, open_store(st.backend, str(state))))
+        self.engine = Recording(Engine(settings, open_store(st.backend, str(state), TABLES)))
         self.service = Service(settings, self.engine, KafkaSource(k, backoff),
                                KafkaSink(k, backoff), self.shutdown)
         self.service.check_topics()
@@ -157,7 +158,7 @@ class ThreadedService:
 
 def file_mode_uniques(settings: Settings, messages: Sequence[Message]) -> set[str]:
     """Ids the engine calls unique when it reads `messages` in this order (file mode)."""
-    engine = Engine(settings, MemoryStore())
+    engine = Engine(settings, MemoryStore(TABLES))
     unique: set[str] = set()
     size = settings.engine.batch_size
     for i in range(0, len(messages), size):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from stream_dedup.kafka.broker import REPO
+from stream_dedup.tools.broker import REPO
 
 PORT = int(os.environ.get("STREAM_DEDUP_DEMO_TEST_PORT", "19492"))
 

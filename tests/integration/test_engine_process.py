@@ -17,10 +17,11 @@ from kafka_helpers import stream_lines
 
 from stream_dedup.config import Settings
 from stream_dedup.decode import decode
-from stream_dedup.engine import LOOKUPS_ONLY, Engine
-from stream_dedup.engine_process import EngineProcess
+from stream_dedup.engine.batch import LOOKUPS_ONLY, Engine
+from stream_dedup.engine.stored import TABLES
 from stream_dedup.errors import ServiceError, StateError
 from stream_dedup.records import Message
+from stream_dedup.runtime.engine_process import EngineProcess
 from stream_dedup.state import open_store
 
 pytestmark = pytest.mark.integration
@@ -36,7 +37,7 @@ def messages(n: int) -> list[Message]:
 
 def test_decides_as_the_engine_in_this_process_does(tmp_path: Path) -> None:
     msgs = messages(6000)
-    engine = Engine(SETTINGS, open_store("rocksdb", str(tmp_path / "here"),
+    engine = Engine(SETTINGS, open_store("rocksdb", str(tmp_path / "here"), TABLES,
                                          lookups_only=LOOKUPS_ONLY))
     child = EngineProcess(SETTINGS, str(tmp_path / "child"))
     try:
@@ -80,7 +81,7 @@ def test_a_child_that_died_is_a_service_error(tmp_path: Path) -> None:
 KILLED_PARENT = textwrap.dedent("""
     import sys
     from stream_dedup.config import Settings
-    from stream_dedup.engine_process import EngineProcess
+    from stream_dedup.runtime.engine_process import EngineProcess
     from stream_dedup.records import Message
     child = EngineProcess(Settings(), sys.argv[1])
     child.process([Message(f"m{i}", f"第{i}条消息的内容，彼此都不一样的文字{i * 7919}", i)

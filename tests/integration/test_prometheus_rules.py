@@ -14,8 +14,9 @@ from conftest import service_unavailable
 from prometheus_client import CollectorRegistry, generate_latest
 
 from stream_dedup.config import Settings
-from stream_dedup.engine import Engine
-from stream_dedup.metrics import ServiceMetrics
+from stream_dedup.engine.batch import Engine
+from stream_dedup.engine.stored import TABLES
+from stream_dedup.ops.metrics import ServiceMetrics
 from stream_dedup.records import Message
 from stream_dedup.state import MemoryStore
 
@@ -68,7 +69,7 @@ def test_compose_prometheus_config_is_valid(promtool) -> None:
 def test_exposed_metrics_pass_the_naming_lint(promtool) -> None:
     s = Settings()
     s = dataclasses.replace(s, state=dataclasses.replace(s.state, backend="memory"))
-    engine = Engine(s, MemoryStore())
+    engine = Engine(s, MemoryStore(TABLES))
     registry = CollectorRegistry()
     metrics = ServiceMetrics(registry, s, topics=["in"])
     metrics.observe_batch(engine, engine.process([Message("a", "今天天气很好", 1)]), 1,

@@ -4,7 +4,7 @@ and every expression of the Grafana dashboard and of the alert rules must find i
 that Prometheus, so a renamed metric or label breaks the build.
 
 The service is the real one: `stream-dedup --log-format json run` in a subprocess with
-`STREAM_DEDUP__METRICS__PORT` set, wired by `stream_dedup.kafka.run.serve`; its own summary is the
+`STREAM_DEDUP__METRICS__PORT` set, wired by `stream_dedup.runtime.run.serve`; its own summary is the
 "stopped" log line it writes when SIGTERM stops it.
 """
 

@@ -44,7 +44,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from stream_dedup.config import Settings
 from stream_dedup.decode import decode
-from stream_dedup.engine import Engine
+from stream_dedup.engine.batch import Engine
+from stream_dedup.engine.stored import TABLES
 from stream_dedup.kafka import headers as h
 from stream_dedup.kafka.produce import key_of, new_producer
 from stream_dedup.kafka.topics import group_lag, record_counts
@@ -466,7 +467,7 @@ def _count(settings, topics: tuple[str, ...]) -> int:
 def _file_mode(settings, messages) -> dict[str, tuple[str | None, str | None]]:
     """File mode's verdicts in line order: each id with the id it duplicates (None: kept) and
     the id it was found related to (None: none)."""
-    engine = Engine(settings, MemoryStore())
+    engine = Engine(settings, MemoryStore(TABLES))
     out = {}
     size = settings.engine.batch_size
     for n in range(0, len(messages), size):

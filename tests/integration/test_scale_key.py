@@ -40,20 +40,21 @@ from kafka_helpers import (
 
 from stream_dedup.config import KafkaSettings, ScaleSettings
 from stream_dedup.decode import decode
-from stream_dedup.engine import Engine
+from stream_dedup.engine.batch import Engine
+from stream_dedup.engine.stored import TABLES
 from stream_dedup.kafka.headers import MATCHED_ID, VERDICT, as_dict
 from stream_dedup.kafka.retry import Backoff
 from stream_dedup.kafka.topics import admin, group_lag
 from stream_dedup.records import Message
 from stream_dedup.scale import checkpoint
-from stream_dedup.scale.changelog import (
-    ChangelogStore,
+from stream_dedup.scale.changelog import ChangelogStore
+from stream_dedup.scale.restore import (
     changelog_end,
     changelog_producer,
     ensure_changelog_topics,
     restore,
 )
-from stream_dedup.state import COLUMN_FAMILIES, MemoryStore, WriteSet
+from stream_dedup.state import MemoryStore, WriteSet
 
 pytestmark = pytest.mark.integration
 CHANNELS = 12
@@ -85,7 +86,7 @@ def per_key_verdicts(settings, lines: list[bytes]) -> dict[str, tuple[bool, str 
         by_key[channel_of(raw)].append(msg)
     out = {}
     for messages in by_key.values():
-        engine = Engine(settings, MemoryStore())
+        engine = Engine(settings, MemoryStore(TABLES))
         for i in range(0, len(messages), 1000):
             for v in engine.process(messages[i:i + 1000]):
                 out[v.id] = (v.is_duplicate, v.matched_id if v.is_duplicate else None)
@@ -376,7 +377,7 @@ def test_changelog_records_that_expired_in_an_outage_are_sent_again(kafka_bootst
         if "no acknowledgement within" not in str(exc):
             expired.set()
 
-    store = ChangelogStore(MemoryStore(), producer, topic, 0, Backoff(0.5, 5.0,
+    store = ChangelogStore(MemoryStore(TABLES), producer, topic, 0, Backoff(0.5, 5.0,
                                                                       on_retry=on_retry))
 
     def write(n: int, tag: bytes) -> None:
@@ -407,9 +408,9 @@ def test_changelog_records_that_expired_in_an_outage_are_sent_again(kafka_bootst
     flusher.join(300)
     assert not flusher.is_alive() and not errors, errors
     assert store.in_sync and store.end_offset >= 1500  # (re-sent acknowledged ones: more)
-    rebuilt = MemoryStore()
+    rebuilt = MemoryStore(TABLES)
     report = restore(rebuilt, k, topic, 0, 60.0, 1 << 20)
     producer.close()
     assert report.records == store.end_offset
-    for cf in COLUMN_FAMILIES:
+    for cf in TABLES:
         assert list(rebuilt.scan(cf, b"", b"\xff" * 8)) == list(store.scan(cf, b"", b"\xff" * 8))

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stream_dedup.bloom import BloomSizing, RollingBloom, _or_at
+from stream_dedup.engine.bloom import BloomSizing, RollingBloom, _or_at
 
 pytestmark = pytest.mark.property
 

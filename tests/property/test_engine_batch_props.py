@@ -13,7 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stream_dedup.config import IndexSettings, Settings
-from stream_dedup.engine import Engine
+from stream_dedup.engine.batch import Engine
+from stream_dedup.engine.stored import TABLES
 from stream_dedup.records import Message
 from stream_dedup.state import MemoryStore
 
@@ -26,7 +27,7 @@ SETTINGS = dataclasses.replace(
 
 
 def verdicts(texts: list[str], cuts: list[int]) -> list[tuple[str, str | None]]:
-    engine = Engine(SETTINGS, MemoryStore())
+    engine = Engine(SETTINGS, MemoryStore(TABLES))
     msgs = [Message(f"m{i}", t, 1_700_000_000_000 + i * 1000) for i, t in enumerate(texts)]
     bounds = [0, *sorted(set(cuts)), len(msgs)]
     out = []

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stream_dedup.fingerprint import Batch, anchors, mix64, ngram_hashes, simhash
-from stream_dedup.strategies.shingle import ShingleSimhash
-from stream_dedup.strategies.words import word_hashes, words
+from stream_dedup.engine.fingerprint import Batch, anchors, mix64, ngram_hashes, simhash
+from stream_dedup.engine.strategies.shingle import ShingleSimhash
+from stream_dedup.engine.strategies.words import word_hashes, words
 
 pytestmark = pytest.mark.property
 _MASK = (1 << 64) - 1

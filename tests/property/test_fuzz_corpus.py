@@ -1,4 +1,4 @@
-"""Replays the fuzz corpus (`tests/data/fuzz/corpus.jsonl`, kept by `python -m stream_dedup.fuzz`)
+"""Replays the fuzz corpus (`tests/data/fuzz/corpus.jsonl`, kept by `python -m stream_dedup.tools.fuzz`)
 and runs a short fuzz campaign: every kept case must still end as a verdict or a dead letter with
 a reason, in bounded time. The corpus holds the first record of each outcome class the long runs
 met (including the JSON-escaped lone surrogate that once crashed normalization) and the slowest
@@ -11,14 +11,15 @@ from pathlib import Path
 import pytest
 
 from stream_dedup.config import Settings
-from stream_dedup.engine import Engine
-from stream_dedup.fuzz import LIMITS, check_one, load_corpus, main
+from stream_dedup.engine.batch import Engine
+from stream_dedup.engine.stored import TABLES
 from stream_dedup.state import MemoryStore
+from stream_dedup.tools.fuzz import LIMITS, check_one, load_corpus, main
 
 pytestmark = pytest.mark.property
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "fuzz"
 CASES = load_corpus(CORPUS)
-ENGINE = Engine(Settings(input=LIMITS), MemoryStore())
+ENGINE = Engine(Settings(input=LIMITS), MemoryStore(TABLES))
 
 
 def test_corpus_is_kept() -> None:

@@ -13,13 +13,14 @@ from hypothesis import strategies as st
 
 from stream_dedup.config import InputSettings, Settings
 from stream_dedup.decode import decode
-from stream_dedup.engine import Engine
+from stream_dedup.engine.batch import Engine
+from stream_dedup.engine.stored import TABLES
 from stream_dedup.records import DeadLetter, Message, Verdict
 from stream_dedup.state import MemoryStore
 
 pytestmark = pytest.mark.property
 LIMITS = InputSettings(max_bytes=4096, max_chars=2000, max_json_depth=16)
-ENGINE = Engine(Settings(input=LIMITS), MemoryStore())
+ENGINE = Engine(Settings(input=LIMITS), MemoryStore(TABLES))
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=50),

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stream_dedup.index.layout import make_layout
+from stream_dedup.engine.index.layout import make_layout
 
 pytestmark = pytest.mark.property
 

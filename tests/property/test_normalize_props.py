@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stream_dedup.normalize import (
+from stream_dedup.engine.normalize import (
     _NFKC_TABLE,
     _SHORT_LINK,
     PARAGRAPH_BREAK,

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stream_dedup.index.probe import _earlier_pairs
+from stream_dedup.engine.index.probe import _earlier_pairs
 
 pytestmark = pytest.mark.property
 

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stream_dedup.config import Settings
+from stream_dedup.engine.stored import TABLES
 from stream_dedup.records import Message
 from stream_dedup.scale.join import Join
 from stream_dedup.scale.prober import Prober
@@ -56,7 +57,7 @@ def test_any_interleaving_keeps_the_order_property(seed: int, count: int, batch:
     probes = [p for m in probed for p in m.probes]
     probes += rng.sample(probes, len(probes) // 4)  # replays
     rng.shuffle(probes)
-    shards = defaultdict(lambda: Shard(MemoryStore(), SETTINGS))
+    shards = defaultdict(lambda: Shard(MemoryStore(TABLES), SETTINGS))
     inbox: list[object] = [Original(m.message.id, m.message.timestamp_ms, m.text, m.fp,
                                     len(m.probes), m.anchors, "in", 0, 0, 0, None, b"", ())
                            for m in probed]
@@ -68,7 +69,7 @@ def test_any_interleaving_keeps_the_order_property(seed: int, count: int, batch:
             inbox += shards[n].answer(some)
     inbox += rng.sample(inbox, len(inbox) // 4)  # replays
     rng.shuffle(inbox)
-    join = Join(MemoryStore(), SETTINGS)
+    join = Join(MemoryStore(TABLES), SETTINGS)
     verdicts = {}
     for start in range(0, len(inbox), batch):
         some = inbox[start:start + batch]

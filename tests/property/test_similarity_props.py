@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stream_dedup.config import VerifySettings
-from stream_dedup.verify import similarities
+from stream_dedup.engine.verify import similarities
 
 pytestmark = pytest.mark.property
 texts = st.lists(st.text(alphabet="今天天气很好不错ab\x00😂", max_size=25) | st.text(max_size=12),

@@ -1,5 +1,5 @@
 """The global scope decides as the engine: on any stream, the three stages fed in arrival order
-give every message the engine's verdict (the one verdict module, `decide`, behind both).
+give every message the engine's verdict (the one verdict module, `engine/verdict.py`, behind both).
 
 Streams are drawn from a few shared clauses and short chat lines, with the edits the verdict
 rules tell apart: characters replaced, particles and comments added, numbers changed, clauses
@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stream_dedup.config import IndexSettings, Settings, VerifySettings
-from stream_dedup.engine import Engine
+from stream_dedup.engine.batch import Engine
+from stream_dedup.engine.stored import TABLES
 from stream_dedup.records import Message
 from stream_dedup.state import MemoryStore
 
@@ -44,7 +45,7 @@ def test_the_topology_decides_as_the_engine(topology, stream: list[str], batch: 
     messages = [Message(f"m{i}", t, 1_700_000_000_000 + i * 1000) for i, t in enumerate(stream)]
     for joins, verify in ((1, SMALL.verify), (3, VerifySettings(related_added=False))):
         s = dataclasses.replace(SMALL, verify=verify)
-        engine = Engine(s, MemoryStore())
+        engine = Engine(s, MemoryStore(TABLES))
         expected = {v.id: v for n in range(0, len(messages), batch)
                     for v in engine.process(messages[n:n + batch])}
         assert topology(messages, s, 5, joins, batch) == expected

@@ -1,4 +1,4 @@
-"""stream_dedup/audit.py: the Wilson interval, scoring by reason and length band, reading pairs."""
+"""stream_dedup/tools/audit.py: the Wilson interval, scoring by reason and length band, reading pairs."""
 
 import json
 import math
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from stream_dedup.audit import Precision, read_pairs, score
 from stream_dedup.errors import InputError
+from stream_dedup.tools.audit import Precision, read_pairs, score
 
 pytestmark = pytest.mark.unit
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from stream_dedup.audit import LABELS, replay_verdict, score, still_flagged
 from stream_dedup.config import Settings
+from stream_dedup.tools.audit import LABELS, replay_verdict, score, still_flagged
 
 pytestmark = pytest.mark.unit
 DATA = Path(__file__).resolve().parents[1] / "data" / "audit"

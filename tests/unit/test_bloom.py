@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from stream_dedup.bloom import BloomSizing, RollingBloom
+from stream_dedup.engine.bloom import BloomSizing, RollingBloom
 
 pytestmark = pytest.mark.unit
 

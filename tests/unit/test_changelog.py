@@ -1,31 +1,27 @@
 """The changelog encoding: what ChangelogStore sends rebuilds the same store (puts, deletes as
 tombstones, range deletes expanded per key, the Bloom snapshot kept local); flush's retries
 (records not acknowledged are sent again, in order, with the service's backoff, until a
-shutdown gives up); and the local checkpoint (only a directory closed in sync is trusted)."""
+shutdown gives up)."""
 
 from __future__ import annotations
 
 import logging
-import os
 
 import pytest
 from kafka.errors import KafkaConnectionError, KafkaTimeoutError, MessageSizeTooLargeError
 
-from stream_dedup.config import ScaleSettings, Settings, StateSettings
+from stream_dedup.config import Settings
+from stream_dedup.engine.stored import TABLES
 from stream_dedup.errors import ServiceError
 from stream_dedup.kafka.retry import Backoff, GaveUp
-from stream_dedup.scale import changelog, checkpoint
 from stream_dedup.scale.changelog import (
     LOCAL_ONLY,
     ChangelogStore,
-    CheckpointMismatch,
-    RestoreReport,
     decode_key,
     encode_key,
-    open_state,
     to_writes,
 )
-from stream_dedup.state import COLUMN_FAMILIES, MemoryStore, WriteSet
+from stream_dedup.state import MemoryStore, WriteSet
 
 pytestmark = pytest.mark.unit
 
@@ -109,18 +105,18 @@ def two_docs(store: ChangelogStore, first: bytes = b"a", second: bytes = b"b") -
 
 
 def _content(store: MemoryStore) -> dict[str, list[tuple[bytes, bytes]]]:
-    return {cf: list(store.scan(cf, b"", b"\xff" * 32)) for cf in COLUMN_FAMILIES}
+    return {cf: list(store.scan(cf, b"", b"\xff" * 32)) for cf in TABLES}
 
 
 def test_key_encoding_round_trips_every_family() -> None:
-    for cf in COLUMN_FAMILIES:
+    for cf in TABLES:
         assert decode_key(encode_key(cf, b"k\x00ey")) == (cf, b"k\x00ey")
     assert encode_key("meta", b"x") != encode_key("exact", b"x")
 
 
 def test_replaying_the_changelog_rebuilds_the_store() -> None:
     producer = FakeProducer()
-    store = ChangelogStore(MemoryStore(), producer, "cl", 3)
+    store = ChangelogStore(MemoryStore(TABLES), producer, "cl", 3)
     w = WriteSet()
     for i in range(10):
         w.put("ttl", bytes([i]), b"")
@@ -138,7 +134,7 @@ def test_replaying_the_changelog_rebuilds_the_store() -> None:
     tombstones = [decode_key(k) for _, _, k, v in producer.sent if v is None]
     assert tombstones == [("docs", bytes([2])), ("ttl", bytes([0])), ("ttl", bytes([1])),
                           ("ttl", bytes([1]) + b"new"), ("ttl", bytes([2])), ("ttl", bytes([3]))]
-    rebuilt = MemoryStore()
+    rebuilt = MemoryStore(TABLES)
     rebuilt.write(to_writes((k, v) for _, _, k, v in producer.sent))
     assert _content(rebuilt) == _content(store.inner)
     assert list(rebuilt.scan("ttl", b"", b"\xff")) == [(bytes([i]), b"") for i in range(4, 10)]
@@ -147,7 +143,7 @@ def test_replaying_the_changelog_rebuilds_the_store() -> None:
 
 def test_meta_goes_first_and_the_bloom_snapshot_stays_local() -> None:
     producer = FakeProducer()
-    store = ChangelogStore(MemoryStore(), producer, "cl", 0)
+    store = ChangelogStore(MemoryStore(TABLES), producer, "cl", 0)
     w = WriteSet()
     w.put("docs", b"1", b"d")
     for cf, key in LOCAL_ONLY:
@@ -164,7 +160,7 @@ def test_a_crash_mid_write_never_makes_a_replayed_message_its_own_duplicate() ->
     replayed on the restored store calls no message a duplicate of itself. With a message's doc
     and index entries ahead of its id in the engine's write, a prefix cut between them made the
     replay find the message's own doc and call it a near copy of itself."""
-    from stream_dedup.engine import Engine
+    from stream_dedup.engine.batch import Engine
     from stream_dedup.records import Message
 
     first = [Message("a", "今天的天气真的非常好我们去公园散步吧", 1000),
@@ -173,14 +169,14 @@ def test_a_crash_mid_write_never_makes_a_replayed_message_its_own_duplicate() ->
              Message("d", "新款笔记本电脑的电池续航只有三个小时，键盘手感一般", 4000),
              Message("e", "这家酒店的服务态度非常好，房间干净整洁，早餐品种丰富", 5000)]
     producer = FakeProducer()
-    engine = Engine(Settings(), ChangelogStore(MemoryStore(), producer, "cl", 0))
+    engine = Engine(Settings(), ChangelogStore(MemoryStore(TABLES), producer, "cl", 0))
     engine.process(first)
     before = len(producer.sent)
     expected = [(v.id, v.decision, v.matched_id) for v in engine.process(batch)]
     records = [(k, v) for _, _, k, v in producer.sent]
     assert len(records) - before > 10
     for cut in range(before, len(records) + 1):
-        restored = MemoryStore()
+        restored = MemoryStore(TABLES)
         restored.write(to_writes(records[:cut]))
         verdicts = Engine(Settings(), restored).process(batch)
         assert not [v for v in verdicts if v.matched_id == v.id], f"cut at record {cut}"
@@ -190,7 +186,7 @@ def test_a_crash_mid_write_never_makes_a_replayed_message_its_own_duplicate() ->
 
 
 def test_flush_raises_for_people_when_a_record_was_refused() -> None:
-    store = ChangelogStore(MemoryStore(), FakeProducer(fail_from=1), "cl", 2)
+    store = ChangelogStore(MemoryStore(TABLES), FakeProducer(fail_from=1), "cl", 2)
     two_docs(store)
     with pytest.raises(ServiceError, match="changelog cl/2: a record was refused"):
         store.flush(1.0)
@@ -198,7 +194,7 @@ def test_flush_raises_for_people_when_a_record_was_refused() -> None:
 
 def test_flush_without_sends_waits_for_nothing() -> None:
     producer = FakeProducer()
-    ChangelogStore(MemoryStore(), producer, "cl", 0).flush(1.0)
+    ChangelogStore(MemoryStore(TABLES), producer, "cl", 0).flush(1.0)
     assert producer.flushes == 0
 
 
@@ -207,7 +203,7 @@ def test_a_failed_flush_resends_from_the_first_unacknowledged_record_in_order(ca
     are sent again, in order, so each key's last record is still its newest value."""
     producer = FakeProducer(fail=(1,), error=KafkaConnectionError("broker away"))
     retries: list = []
-    store = ChangelogStore(MemoryStore(), producer, "cl", 0, backoff(retries=retries))
+    store = ChangelogStore(MemoryStore(TABLES), producer, "cl", 0, backoff(retries=retries))
     two_docs(store)
     w = WriteSet()
     w.put("docs", b"2", b"newer")
@@ -220,14 +216,14 @@ def test_a_failed_flush_resends_from_the_first_unacknowledged_record_in_order(ca
     assert store.end_offset == len(producer.log) and store.in_sync
     assert [what for what, _ in retries] == ["flushing changelog cl/0"]
     assert "flushing changelog cl/0 failed, retrying attempt=1" in caplog.text
-    rebuilt = MemoryStore()
+    rebuilt = MemoryStore(TABLES)
     rebuilt.write(to_writes((k, v) for _, _, k, v in producer.log))
     assert _content(rebuilt) == _content(store.inner)
 
 
 def test_records_in_flight_when_a_flush_times_out_are_waited_for_not_sent_twice() -> None:
     producer = FakeProducer(slow_flushes=3)
-    store = ChangelogStore(MemoryStore(), producer, "cl", 0, backoff())
+    store = ChangelogStore(MemoryStore(TABLES), producer, "cl", 0, backoff())
     two_docs(store)
     store.flush(0.5)
     assert len(producer.sent) == 2 and store.end_offset == 2
@@ -242,7 +238,7 @@ def test_a_retriable_send_error_leaves_the_records_to_flush() -> None:
         raise KafkaTimeoutError("buffer full")
 
     producer.send = blocked_once
-    store = ChangelogStore(MemoryStore(), producer, "cl", 0, backoff())
+    store = ChangelogStore(MemoryStore(TABLES), producer, "cl", 0, backoff())
     two_docs(store)
     assert producer.sent == [] and store.get_many("docs", [b"1"]) == [b"a"]
     store.flush(1.0)
@@ -257,7 +253,7 @@ def test_a_shutdown_ends_the_retries_and_leaves_the_store_out_of_sync() -> None:
         asked.append(1)
         return len(asked) > 3
 
-    store = ChangelogStore(MemoryStore(), producer, "cl", 0, backoff(give_up))
+    store = ChangelogStore(MemoryStore(TABLES), producer, "cl", 0, backoff(give_up))
     two_docs(store)
     with pytest.raises(GaveUp, match="flushing changelog cl/0"):
         store.flush(1.0)
@@ -266,7 +262,7 @@ def test_a_shutdown_ends_the_retries_and_leaves_the_store_out_of_sync() -> None:
 
 def test_without_backoff_a_broker_away_is_an_error_for_people() -> None:
     producer = FakeProducer(fail_from=0, error=KafkaConnectionError("broker away"))
-    store = ChangelogStore(MemoryStore(), producer, "cl", 1)
+    store = ChangelogStore(MemoryStore(TABLES), producer, "cl", 1)
     two_docs(store)
     with pytest.raises(ServiceError, match="changelog cl/1: 2 records not acknowledged"):
         store.flush(1.0)
@@ -274,7 +270,7 @@ def test_without_backoff_a_broker_away_is_an_error_for_people() -> None:
 
 def test_a_refused_record_is_not_retried() -> None:
     producer = FakeProducer(fail=(0,), error=MessageSizeTooLargeError("too large"))
-    store = ChangelogStore(MemoryStore(), producer, "cl", 0, backoff())
+    store = ChangelogStore(MemoryStore(TABLES), producer, "cl", 0, backoff())
     two_docs(store)
     with pytest.raises(ServiceError, match=r"a record was refused: .*too large"):
         store.flush(1.0)
@@ -283,150 +279,8 @@ def test_a_refused_record_is_not_retried() -> None:
 
 def test_detach_drops_the_records_not_acknowledged() -> None:
     producer = FakeProducer(fail_from=0, error=KafkaConnectionError("away"))
-    store = ChangelogStore(MemoryStore(), producer, "cl", 0, backoff())
+    store = ChangelogStore(MemoryStore(TABLES), producer, "cl", 0, backoff())
     two_docs(store)
     store.detach()
     store.flush(1.0)
     assert len(producer.sent) == 2 and not store.in_sync
-
-
-# -- the local checkpoint -------------------------------------------------------------------
-
-
-class FakeChangelog:
-    """`changelog.restore` over a FakeProducer's log: applies its records from `start_offset`
-    and remembers where each restore started."""
-
-    def __init__(self, producer: FakeProducer) -> None:
-        self.producer = producer
-        self.starts: list[int | None] = []
-
-    def __call__(self, inner, settings, topic, partition, timeout_s, max_record_bytes=0,
-                 start_offset=None) -> RestoreReport:
-        self.starts.append(start_offset)
-        records = [(k, v) for t, p, k, v in self.producer.log if (t, p) == (topic, partition)]
-        if start_offset is not None and not 0 <= start_offset <= len(records):
-            raise CheckpointMismatch(f"offset {start_offset} outside 0..{len(records)}")
-        tail = records[start_offset or 0:]
-        inner.write(to_writes(tail))
-        return RestoreReport(len(tail), 0.0, 0, len(records), start_offset or 0)
-
-
-@pytest.fixture
-def fake_changelog(monkeypatch) -> FakeChangelog:
-    fake = FakeChangelog(FakeProducer())
-    monkeypatch.setattr(changelog, "restore", fake)
-    return fake
-
-
-ROCKS = Settings(state=StateSettings(backend="rocksdb"))
-
-
-def test_a_clean_close_in_sync_lets_the_next_open_restore_only_the_tail(
-        tmp_path, fake_changelog) -> None:
-    directory = str(tmp_path / "in-0")
-    store, report = open_state(ROCKS, directory, fake_changelog.producer, "cl", 0)
-    assert fake_changelog.starts == [None] and report.records == 0
-    two_docs(store)
-    store.flush(1.0)
-    store.close()
-    assert checkpoint.read(directory).offset == 2
-    # Another owner writes two more records meanwhile.
-    other = ChangelogStore(MemoryStore(), fake_changelog.producer, "cl", 0)
-    two_docs(other, b"x", b"y")
-    other.flush(1.0)
-    store, report = open_state(ROCKS, directory, fake_changelog.producer, "cl", 0)
-    assert not os.path.exists(checkpoint.path_of(directory))  # in use: no claim left
-    assert fake_changelog.starts[-1] == 2 and report.records == 2
-    assert store.get_many("docs", [b"1", b"2"]) == [b"x", b"y"]
-    assert store.end_offset == 4
-    store.close()
-
-
-def test_a_directory_left_by_a_crash_is_restored_in_full(tmp_path, fake_changelog) -> None:
-    directory = str(tmp_path / "in-0")
-    store, _ = open_state(ROCKS, directory, fake_changelog.producer, "cl", 0)
-    two_docs(store)
-    store.flush(1.0)
-    store.close()
-    store, _ = open_state(ROCKS, directory, fake_changelog.producer, "cl", 0)
-    w = WriteSet()
-    w.put("docs", b"3", b"local only")  # written, never acknowledged, then the process dies
-    store.inner.write(w)
-    store.inner.close()  # (a crash: no ChangelogStore.close)
-    store, _ = open_state(ROCKS, directory, fake_changelog.producer, "cl", 0)
-    assert fake_changelog.starts[-1] is None
-    assert store.get_many("docs", [b"1", b"3"]) == [b"a", None]
-    store.close()
-
-
-@pytest.mark.parametrize("unsynced", ["pending", "detached"])
-def test_a_store_out_of_sync_writes_no_checkpoint(tmp_path, fake_changelog, unsynced) -> None:
-    directory = str(tmp_path / "in-0")
-    store, _ = open_state(ROCKS, directory, fake_changelog.producer, "cl", 0)
-    if unsynced == "detached":
-        store.detach()
-    two_docs(store)  # never flushed
-    store.close()
-    assert checkpoint.read(directory) is None
-
-
-@pytest.mark.parametrize("bad", ["other partition", "too old", "offset past the end"])
-def test_a_checkpoint_that_cannot_be_trusted_is_not_used(tmp_path, fake_changelog, bad) -> None:
-    directory = str(tmp_path / "in-0")
-    store, _ = open_state(ROCKS, directory, fake_changelog.producer, "cl", 0)
-    two_docs(store)
-    store.flush(1.0)
-    store.close()
-    partition, offset, age = 0, 2, 0.0
-    if bad == "other partition":
-        partition = 1
-    elif bad == "too old":
-        age = ScaleSettings().checkpoint_max_age_s + 60
-    else:
-        offset = 99  # the changelog topic was recreated
-    checkpoint.write(directory, "cl", partition, offset)
-    if age:
-        found = checkpoint.read(directory)
-        os.remove(checkpoint.path_of(directory))
-        with open(checkpoint.path_of(directory), "w") as f:
-            f.write(f'{{"topic": "cl", "partition": 0, "offset": 2, '
-                    f'"written_at": {found.written_at - age}}}')
-    store, report = open_state(ROCKS, directory, fake_changelog.producer, "cl", 0)
-    assert report.records == 2 and report.start_offset == 0  # the whole partition
-    assert store.get_many("docs", [b"1"]) == [b"a"]
-    store.close()
-
-
-def test_checkpoints_are_off_at_age_zero_and_for_memory_state(tmp_path, fake_changelog) -> None:
-    off = Settings(state=StateSettings(backend="rocksdb"),
-                   scale=ScaleSettings(checkpoint_max_age_s=0))
-    for settings in (off, Settings(state=StateSettings(backend="memory"))):
-        directory = str(tmp_path / settings.state.backend)
-        store, _ = open_state(settings, directory, fake_changelog.producer, "cl", 0)
-        two_docs(store)
-        store.flush(1.0)
-        store.close()
-        assert checkpoint.read(directory) is None
-
-
-def test_a_restore_cut_by_the_broker_going_away_starts_again(tmp_path, fake_changelog,
-                                                             monkeypatch) -> None:
-    two_docs(ChangelogStore(MemoryStore(), fake_changelog.producer, "cl", 0))
-    fake_changelog.producer.flush(1.0)
-    cuts = [KafkaConnectionError("broker away")]
-
-    def cut_once(inner, *args, **kwargs) -> RestoreReport:
-        report = fake_changelog(inner, *args, **kwargs)  # applied, then the connection drops
-        if cuts:
-            raise cuts.pop()
-        return report
-
-    monkeypatch.setattr(changelog, "restore", cut_once)
-    retries: list = []
-    store, report = open_state(ROCKS, str(tmp_path / "in-0"), fake_changelog.producer, "cl", 0,
-                               backoff(retries=retries))
-    assert [what for what, _ in retries] == ["restoring changelog cl/0"]
-    assert fake_changelog.starts == [None, None] and report.records == 2
-    assert store.get_many("docs", [b"1", b"2"]) == [b"a", b"b"]
-    store.close()

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from stream_dedup.cli import build_parser, main
+from stream_dedup.cli.main import main
+from stream_dedup.cli.parser import build_parser
 
 pytestmark = pytest.mark.unit
 

@@ -5,9 +5,10 @@ import dataclasses
 
 import pytest
 
-from stream_dedup.commonness import Commonness
 from stream_dedup.config import Settings, VerifySettings
-from stream_dedup.engine import Engine
+from stream_dedup.engine.batch import Engine
+from stream_dedup.engine.commonness import Commonness
+from stream_dedup.engine.stored import TABLES
 from stream_dedup.records import Decision, Message
 from stream_dedup.state import MemoryStore
 
@@ -66,7 +67,7 @@ STREAM = [
 
 def _verdicts(restart: str | None) -> list[tuple[Decision, str]]:
     settings = dataclasses.replace(Settings(), verify=VerifySettings(boilerplate_messages=3))
-    store = MemoryStore()
+    store = MemoryStore(TABLES)
     engine = Engine(settings, store)
     messages = [Message(f"m{i}", t, 1_700_000_000_000 + i * 1000) for i, t in enumerate(STREAM)]
     out = [(v.decision, v.reason) for v in engine.process(messages[:5])]

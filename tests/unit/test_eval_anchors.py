@@ -4,9 +4,9 @@ from collections.abc import Callable
 import pytest
 
 from stream_dedup.errors import StreamDedupError
-from stream_dedup.eval.anchors import MinHashLSHDetector, SimhashPackageDetector
-from stream_dedup.eval.detector import Detector, StageTimed
 from stream_dedup.records import Message
+from stream_dedup.tools.eval.anchors import MinHashLSHDetector, SimhashPackageDetector
+from stream_dedup.tools.eval.detector import Detector, StageTimed
 
 pytestmark = pytest.mark.unit
 
@@ -65,7 +65,7 @@ def test_per_message_and_bulk_build_the_same_minhashes() -> None:
     """The two rows differ in speed only: the same signatures, so the same flags."""
     import numpy as np
 
-    from stream_dedup.eval.anchors import _char_ngrams
+    from stream_dedup.tools.eval.anchors import _char_ngrams
 
     grams = [_char_ngrams(text) for text in (ORIGINAL, UNRELATED, ORIGINAL[:20], "好")]
     per_message = MinHashLSHDetector(0.4)

@@ -4,10 +4,10 @@ from dataclasses import replace
 import pytest
 
 from stream_dedup.config import Settings
-from stream_dedup.eval.compare import ALL_STRATEGIES, compare, parse_strategies
-from stream_dedup.eval.labelled import LabelledMessage
-from stream_dedup.eval.report import as_json, render_markdown, render_text
 from stream_dedup.records import Message
+from stream_dedup.tools.eval.compare import ALL_STRATEGIES, compare, parse_strategies
+from stream_dedup.tools.eval.labelled import LabelledMessage
+from stream_dedup.tools.eval.report import as_json, render_markdown, render_text
 
 pytestmark = pytest.mark.unit
 
@@ -46,7 +46,7 @@ def test_every_strategy_gets_a_row_and_a_curve(tmp_path) -> None:
 
 
 def test_eval_command_writes_markdown_and_plot(tmp_path, capsys) -> None:
-    from stream_dedup.cli import main
+    from stream_dedup.cli.main import main
 
     stream = tmp_path / "s.jsonl"
     stream.write_text("".join(
@@ -62,7 +62,7 @@ def test_eval_command_writes_markdown_and_plot(tmp_path, capsys) -> None:
 
 
 def test_plot_without_strategies_is_refused(tmp_path) -> None:
-    from stream_dedup.cli import main
+    from stream_dedup.cli.main import main
 
     stream = tmp_path / "s.jsonl"
     stream.write_text('{"id": "a", "text": "x", "cluster": "c", "kind": "orig"}\n')

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from stream_dedup.eval.distances import NO_EARLIER, curve, nearest_distances
-from stream_dedup.eval.labelled import LabelledMessage
 from stream_dedup.records import Message
+from stream_dedup.tools.eval.distances import NO_EARLIER, curve, nearest_distances
+from stream_dedup.tools.eval.labelled import LabelledMessage
 
 pytestmark = pytest.mark.unit
 

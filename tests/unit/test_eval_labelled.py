@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from stream_dedup.errors import InputError
-from stream_dedup.eval.labelled import (
+from stream_dedup.tools.eval.labelled import (
     SYNTHETIC_EPOCH_MS,
     SYNTHETIC_STEP_MS,
     read_labelled,

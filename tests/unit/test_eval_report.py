@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from stream_dedup.eval.report import as_json, render_json, render_text
-from stream_dedup.eval.runner import Row
-from stream_dedup.eval.score import Scores
+from stream_dedup.tools.eval.report import as_json, render_json, render_text
+from stream_dedup.tools.eval.runner import Row
+from stream_dedup.tools.eval.score import Scores
 
 pytestmark = pytest.mark.unit
 

@@ -2,9 +2,9 @@ from collections.abc import Sequence
 
 import pytest
 
-from stream_dedup.eval.labelled import LabelledMessage
-from stream_dedup.eval.runner import run
 from stream_dedup.records import Message
+from stream_dedup.tools.eval.labelled import LabelledMessage
+from stream_dedup.tools.eval.runner import run
 
 pytestmark = pytest.mark.unit
 
@@ -86,7 +86,7 @@ def test_a_detector_must_answer_every_message() -> None:
 def test_two_passes_bracketing_the_others_give_one_row_over_both() -> None:
     from dataclasses import replace
 
-    from stream_dedup.eval.runner import bracketed
+    from stream_dedup.tools.eval.runner import bracketed
 
     first = run(SeenText(), STREAM)
     fast, slow = replace(first, msgs_per_s=300.0, stage_msgs_per_s={"a": 30.0}), \

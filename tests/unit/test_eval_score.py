@@ -1,8 +1,8 @@
 import pytest
 
-from stream_dedup.eval.labelled import LabelledMessage
-from stream_dedup.eval.score import score
 from stream_dedup.records import Message
+from stream_dedup.tools.eval.labelled import LabelledMessage
+from stream_dedup.tools.eval.score import score
 
 pytestmark = pytest.mark.unit
 

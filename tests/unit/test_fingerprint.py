@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from stream_dedup.fingerprint import (
+from stream_dedup.engine.fingerprint import (
     Batch,
     _window_minima,
     anchors,

@@ -11,13 +11,16 @@ from pathlib import Path
 
 import pytest
 from kafka.errors import KafkaConnectionError
-from test_changelog import FakeChangelog, FakeProducer, backoff
+from test_changelog import FakeProducer, backoff
+from test_restore import FakeChangelog
 
-from stream_dedup.config import Settings, StateSettings, WindowSettings, settings_from_dict
-from stream_dedup.engine import Engine
+from stream_dedup.config import Settings, StateSettings, WindowSettings
+from stream_dedup.config_file import settings_from_dict
+from stream_dedup.engine.batch import Engine
+from stream_dedup.engine.stored import TABLES
 from stream_dedup.errors import ConfigError
 from stream_dedup.records import Decision, Message
-from stream_dedup.scale import changelog, stages
+from stream_dedup.scale import restore, stages
 from stream_dedup.scale.decide_stage import DecideStage
 from stream_dedup.scale.index_stage import IndexStage
 from stream_dedup.scale.join import Join
@@ -80,7 +83,7 @@ def test_lookup_anchors_meet_posted_ones() -> None:
 
 
 def test_a_shard_answers_only_earlier_entries_and_replays_alike() -> None:
-    shard = Shard(MemoryStore(), Settings())
+    shard = Shard(MemoryStore(TABLES), Settings())
     later = Probe(ANCHOR, 0, 42, 20, "later", 0, 1, "later text")
     earlier = Probe(ANCHOR, 0, 42, 10, "earlier", 0, 2, "earlier text")
     first = Probe(ANCHOR, 0, 42, 5, "first", 0, 3, "first text")
@@ -99,7 +102,7 @@ def test_a_shard_answers_only_earlier_entries_and_replays_alike() -> None:
 
 def test_exact_answers_the_first_and_blocks_measure_distance() -> None:
     s = Settings()
-    shard = Shard(MemoryStore(), s)
+    shard = Shard(MemoryStore(TABLES), s)
     ones = [Probe(EXACT, 0, 1, ts, f"m{ts}", 0) for ts in (1, 2, 3)]
     assert [[h.message_id for h in a.hits] for a in shard.answer(ones)] == [[], ["m1"], ["m1"]]
     far = 2 ** (s.index.candidate_distance + 1) - 1
@@ -111,14 +114,14 @@ def test_exact_answers_the_first_and_blocks_measure_distance() -> None:
 
 def test_shard_entries_expire_with_the_window() -> None:
     s = dataclasses.replace(Settings(), window=WindowSettings(seconds=10.0))
-    shard = Shard(MemoryStore(), s)
+    shard = Shard(MemoryStore(TABLES), s)
     shard.answer([Probe(ANCHOR, 0, 42, 1_000, "old", 0, 1, "旧")])
     (answer,) = shard.answer([Probe(ANCHOR, 0, 42, 100_000, "new", 0, 1, "新")])
     assert answer.hits == () and shard.sweeper.expired == 1
 
 
 def test_join_waits_for_every_answer_counts_replays_once_and_remembers() -> None:
-    join = Join(MemoryStore(), Settings())
+    join = Join(MemoryStore(TABLES), Settings())
     exact = Answer("m2", 0, EXACT, (Hit("m1", 1, 0, -1, ""),))
     none = Answer("m2", 1, BLOCK, ())
     assert join.add([], [exact]) == []  # answers before the original
@@ -135,7 +138,7 @@ def test_join_waits_for_every_answer_counts_replays_once_and_remembers() -> None
 
 
 def test_join_takes_late_answers_without_counting_them() -> None:
-    join = Join(MemoryStore(), Settings())
+    join = Join(MemoryStore(TABLES), Settings())
     late = Answer("m3", 0, EXACT, (Hit("m1", 1, 0, -1, ""),), late=True)
     own = Answer("m3", 0, EXACT, (Hit("m2", 2, 0, -1, ""),))
     assert join.add([_original("m3", 1)], [late, late]) == []  # not one of its own answers
@@ -157,7 +160,7 @@ def test_three_stages_in_one_process_decide_as_file_mode(topology, dev_stream: P
     for s, joins in ((Settings(), 1),
                      (dataclasses.replace(Settings(), verify=dataclasses.replace(
                          Settings().verify, related_added=False)), 6)):
-        engine = Engine(s, MemoryStore())
+        engine = Engine(s, MemoryStore(TABLES))
         expected = {v.id: v for n in range(0, len(messages), 500)
                     for v in engine.process(messages[n:n + 500])}
         assert topology(messages, s, 12, joins, 500) == expected
@@ -210,7 +213,7 @@ def test_a_verdict_durable_but_not_delivered_comes_out_when_its_batch_is_replaye
     """The decide loop has the changelog acknowledged (4.) before it delivers (5.): a process
     killed between the two replays the batch on the restored state. A message that batch's
     answers completed (its original committed with an earlier batch) must come out again."""
-    store = MemoryStore()
+    store = MemoryStore(TABLES)
     assert Join(store, Settings()).add([_original("m1", 1)], []) == []  # committed
     answer = Answer("m1", 0, EXACT, ())
     assert [d.verdict.id for d in Join(store, Settings()).add([], [answer])] == ["m1"]
@@ -240,7 +243,7 @@ def test_a_stage_waits_out_a_failed_changelog_flush_with_the_loops_backoff(
     producer = FakeProducer(fail=(0,), error=KafkaConnectionError("broker away"))
     monkeypatch.setattr(stages, "ensure_changelog_topics", lambda *_args: None)
     monkeypatch.setattr(stages, "changelog_producer", lambda *_args: producer)
-    monkeypatch.setattr(changelog, "restore", FakeChangelog(producer))
+    monkeypatch.setattr(restore, "restore", FakeChangelog(producer))
     settings = Settings(state=StateSettings(path=str(tmp_path), backend="memory"))
     stage = make(settings)
     retries: list = []

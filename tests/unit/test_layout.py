@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from stream_dedup.index.layout import Layout, hamming, make_layout
-from stream_dedup.index.tables import anchor_key, anchor_keys, bucket_key, bucket_keys
+from stream_dedup.engine.index.layout import Layout, hamming, make_layout
+from stream_dedup.engine.index.tables import anchor_key, anchor_keys, bucket_key, bucket_keys
 
 pytestmark = pytest.mark.unit
 

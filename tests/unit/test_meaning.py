@@ -3,9 +3,9 @@
 import pytest
 
 from stream_dedup.config import VerifySettings
-from stream_dedup.meaning import classify
-from stream_dedup.normalize import Normalizer
-from stream_dedup.verify import verify
+from stream_dedup.engine.meaning import classify
+from stream_dedup.engine.normalize import Normalizer
+from stream_dedup.engine.verify import verify
 
 pytestmark = pytest.mark.unit
 NORM = Normalizer()
@@ -62,7 +62,7 @@ def test_classes_can_be_switched_off() -> None:
 
 
 def test_word_at_is_the_longest_covering_word_leftmost_first() -> None:
-    from stream_dedup.lexicon import lexicon as _lexicon
+    from stream_dedup.engine.lexicon import lexicon as _lexicon
 
     lex = _lexicon()
 
@@ -84,8 +84,8 @@ def test_word_at_is_the_longest_covering_word_leftmost_first() -> None:
 def test_segment_is_jiebas_cut_short_or_long() -> None:
     import jieba
 
-    from stream_dedup.lexicon import _CACHED_CUT
-    from stream_dedup.lexicon import lexicon as _lexicon
+    from stream_dedup.engine.lexicon import _CACHED_CUT
+    from stream_dedup.engine.lexicon import lexicon as _lexicon
 
     lex = _lexicon()
     short = "我们今天去北京大学参观"
@@ -99,7 +99,7 @@ def test_opcodes_are_difflibs(monkeypatch: pytest.MonkeyPatch) -> None:
     import difflib
     import random
 
-    from stream_dedup import meaning
+    from stream_dedup.engine.batch import meaning
 
     rng = random.Random(4)
     pairs = []

@@ -3,7 +3,7 @@ found, one at an edge (a lead-in, a comment, a source line) or a cut never is.""
 
 import pytest
 
-from stream_dedup.meaning import added_passage, classify
+from stream_dedup.engine.meaning import added_passage, classify
 
 pytestmark = pytest.mark.unit
 TEXT = "市政府今天召开常务会议研究部署春节期间的安全生产工作要求各部门加强值班和应急准备"

@@ -11,8 +11,9 @@ from prometheus_client import REGISTRY, CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from stream_dedup.config import Settings
-from stream_dedup.engine import STAGES, Engine
-from stream_dedup.metrics import ERROR_KINDS, VERDICTS, ServiceMetrics
+from stream_dedup.engine.batch import STAGES, Engine
+from stream_dedup.engine.stored import TABLES
+from stream_dedup.ops.metrics import ERROR_KINDS, VERDICTS, ServiceMetrics
 from stream_dedup.records import Message
 from stream_dedup.state import MemoryStore
 
@@ -71,7 +72,7 @@ def test_known_labels_start_at_zero(settings) -> None:
 
 def test_a_batch_is_counted_from_its_verdicts_and_the_engine_totals(settings) -> None:
     r = CollectorRegistry()
-    engine = Engine(settings, MemoryStore())
+    engine = Engine(settings, MemoryStore(TABLES))
     m = ServiceMetrics(r, settings, topics=["in"])
     batch = [Message("a", TEXT, 1_000), Message("b", TEXT, 2_000), Message("c", NEAR, 3_000),
              Message("d", OTHER, 4_000), Message("a", TEXT, 1_000)]
@@ -103,7 +104,7 @@ def test_a_batch_is_counted_from_its_verdicts_and_the_engine_totals(settings) ->
 
 
 def test_entries_follow_expiry_and_resume_from_an_existing_state(settings) -> None:
-    store = MemoryStore()
+    store = MemoryStore(TABLES)
     engine = Engine(settings, store)
     engine.process([Message(f"m{i}", f"{OTHER}{i}号", 1_000 + i) for i in range(5)])
     # A new process on the same state: the entries already there are counted once.
@@ -124,7 +125,7 @@ def test_entries_follow_expiry_and_resume_from_an_existing_state(settings) -> No
 def test_dedup_ratio_is_over_the_sliding_window_only(settings) -> None:
     r = CollectorRegistry()
     clock = Clock()
-    engine = Engine(settings, MemoryStore())
+    engine = Engine(settings, MemoryStore(TABLES))
     m = ServiceMetrics(r, settings, clock=clock)
     dups = engine.process([Message("a", TEXT, 1), Message("b", TEXT, 2)])
     m.observe_batch(engine, dups)
@@ -138,7 +139,7 @@ def test_dedup_ratio_is_over_the_sliding_window_only(settings) -> None:
 def test_state_gauges_are_refreshed_at_most_every_state_every_s(settings) -> None:
     r = CollectorRegistry()
     clock = Clock()
-    engine = Engine(settings, MemoryStore())
+    engine = Engine(settings, MemoryStore(TABLES))
     m = ServiceMetrics(r, settings, state_every_s=15.0, clock=clock)
     m.observe_batch(engine, engine.process([Message("a", TEXT, 1)]))
     first = value(r, "stream_dedup_state_disk_bytes")
@@ -173,7 +174,7 @@ def test_textfile_is_valid_exposition_and_written_at_most_every_every_s(settings
                                                                         tmp_path) -> None:
     r = CollectorRegistry()
     clock = Clock()
-    engine = Engine(settings, MemoryStore())
+    engine = Engine(settings, MemoryStore(TABLES))
     m = ServiceMetrics(r, settings, topics=["file"], process_metrics=False, clock=clock)
     m.observe_batch(engine, engine.process([Message("a", TEXT, 1)]), topic_counts={"file": 1})
     path = tmp_path / "stream_dedup.prom"

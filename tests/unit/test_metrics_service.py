@@ -18,24 +18,26 @@ from confluent_kafka import KafkaError
 from kafka import TopicPartition
 from kafka.errors import KafkaConnectionError
 from prometheus_client import CollectorRegistry
-from test_kafka_service import TEXT, FakeSink, FakeSource, Rec, rec, settings
+from test_runtime_service import TEXT, FakeSink, FakeSource, Rec, rec, settings
 
 from stream_dedup import errors
 from stream_dedup.config import MetricsSettings
-from stream_dedup.engine import Engine
-from stream_dedup.health import Readiness
-from stream_dedup.kafka import ServiceError, service
-from stream_dedup.kafka.demo import Summary, print_summary
-from stream_dedup.kafka.observe import CONDITIONS, NULL_METER
+from stream_dedup.engine.batch import Engine
+from stream_dedup.engine.stored import TABLES
+from stream_dedup.kafka import ServiceError
+from stream_dedup.kafka.reporting import CONDITIONS, NULL_METER
 from stream_dedup.kafka.retry import Backoff, Shutdown
 from stream_dedup.kafka.route import Output
-from stream_dedup.kafka.run import metrics_url, start_metrics_port
-from stream_dedup.kafka.service import Service
 from stream_dedup.kafka.sink import KafkaSink
 from stream_dedup.kafka.source import KafkaSource
-from stream_dedup.logs import HUMAN_FORMAT, JsonFormatter
-from stream_dedup.metrics import ServiceMetrics
+from stream_dedup.ops.health import Readiness
+from stream_dedup.ops.logs import HUMAN_FORMAT, JsonFormatter
+from stream_dedup.ops.metrics import ServiceMetrics
+from stream_dedup.runtime import service
+from stream_dedup.runtime.lifecycle import metrics_url, start_metrics_port
+from stream_dedup.runtime.service import Service
 from stream_dedup.state import MemoryStore
+from stream_dedup.tools.demo import Summary, print_summary
 
 pytestmark = pytest.mark.unit
 NOW_MS = int(time.time() * 1000)
@@ -75,7 +77,7 @@ def metered(batches: list[list[Rec]]) -> tuple[Service, LaggingSource, Collector
     registry = CollectorRegistry()
     metrics = ServiceMetrics(registry, s, topics=s.kafka.input_topics)
     source = LaggingSource(batches)
-    svc = Service(s, Engine(s, MemoryStore()), source, FakeSink(source.log), Shutdown(1.0),
+    svc = Service(s, Engine(s, MemoryStore(TABLES)), source, FakeSink(source.log), Shutdown(1.0),
                   metrics, Readiness(*CONDITIONS))
     return svc, source, registry
 
@@ -301,12 +303,12 @@ def test_progress_line_every_period_in_both_log_formats(monkeypatch, caplog) -> 
         return n
 
     svc.step = step  # type: ignore[method-assign]
-    with caplog.at_level(logging.INFO, logger="stream_dedup.kafka.service"):
+    with caplog.at_level(logging.INFO, logger="stream_dedup.runtime.service"):
         svc.run()
     lines = [r for r in caplog.records if r.getMessage().startswith(("progress ", "stopped "))]
     assert [r.getMessage().split()[0] for r in lines] == ["progress", "progress", "stopped"]
     human = logging.Formatter(HUMAN_FORMAT).format(lines[1])  # the batch completed
-    assert " INFO stream_dedup.kafka.service: progress records=2 unique=1 duplicates=1 " \
+    assert " INFO stream_dedup.runtime.service: progress records=2 unique=1 duplicates=1 " \
         "dead_letters=0 replayed=0 batches=1 refused_commits=0 elapsed_s=" in human
     as_json = json.loads(JsonFormatter().format(lines[-1]))
     assert {k: as_json[k] for k in ("records", "unique", "duplicates", "dead_letters")} == \
@@ -352,7 +354,7 @@ def test_service_error_is_in_the_error_tree() -> None:
 def test_without_metrics_the_service_reports_to_the_null_meter() -> None:
     s = settings()
     source = FakeSource([[rec(0, 0, "a", TEXT)]])
-    svc = Service(s, Engine(s, MemoryStore()), source, FakeSink(source.log), Shutdown(1.0))
+    svc = Service(s, Engine(s, MemoryStore(TABLES)), source, FakeSink(source.log), Shutdown(1.0))
     assert svc.metrics is NULL_METER
     assert svc.step() == 1 and source.log == []
     svc.complete()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from stream_dedup.cli import main
+from stream_dedup.cli.main import main
 
 pytestmark = pytest.mark.unit
 

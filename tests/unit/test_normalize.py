@@ -2,11 +2,11 @@ import re
 
 import pytest
 
-from stream_dedup.normalize import (
+from stream_dedup.config import NormalizeSettings
+from stream_dedup.engine.normalize import (
     _NFKC_TABLE,
     PARAGRAPH_BREAK,
     Normalizer,
-    NormalizeSettings,
     _content_table,
     _keep_content,
     _per_character_nfkc,
@@ -65,7 +65,7 @@ def test_nfkc_equals_unicodedata() -> None:
     import random
     import unicodedata
 
-    from stream_dedup.normalize import nfkc
+    from stream_dedup.engine.normalize import nfkc
 
     rng = random.Random(7)
     pool = [chr(c) for c in range(0x10000) if not 0xD800 <= c < 0xE000]

@@ -1,6 +1,7 @@
 import pytest
 
-from stream_dedup.normalize import PARAGRAPH_BREAK, Normalizer, NormalizeSettings
+from stream_dedup.config import NormalizeSettings
+from stream_dedup.engine.normalize import PARAGRAPH_BREAK, Normalizer
 
 pytestmark = pytest.mark.unit
 KEEP = Normalizer(NormalizeSettings(paragraphs=True))

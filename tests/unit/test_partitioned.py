@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import pytest
 from kafka import TopicPartition
-from test_changelog import FakeChangelog, FakeProducer, backoff
+from test_changelog import FakeProducer, backoff
+from test_restore import FakeChangelog
 
 from stream_dedup.config import ScaleSettings, Settings, StateSettings
-from stream_dedup.engine import Engine
+from stream_dedup.engine.batch import Engine
+from stream_dedup.engine.stored import TABLES
 from stream_dedup.records import Decision, Message
-from stream_dedup.scale import changelog
+from stream_dedup.scale import restore
 from stream_dedup.scale.changelog import ChangelogStore
 from stream_dedup.scale.partitioned import PartitionEngines, _Owned
 from stream_dedup.state import MemoryStore
@@ -37,7 +39,7 @@ def engines(*partitions: int) -> tuple[PartitionEngines, FakeProducer, Ends]:
     producer, ends = FakeProducer(), Ends()
     decider = PartitionEngines(SETTINGS, "unused", producer, end_of=ends)  # type: ignore[arg-type]
     for p in partitions:
-        store = ChangelogStore(MemoryStore(), producer, decider.changelog_of(("in", p)), p)
+        store = ChangelogStore(MemoryStore(TABLES), producer, decider.changelog_of(("in", p)), p)
         decider.active[("in", p)] = _Owned(Engine(SETTINGS, store), store)
     return decider, producer, ends
 
@@ -96,7 +98,7 @@ def test_a_message_without_origin_is_refused() -> None:
 
 def test_a_restart_after_a_clean_close_restores_only_the_tail(tmp_path, monkeypatch) -> None:
     fake = FakeChangelog(FakeProducer())
-    monkeypatch.setattr(changelog, "restore", fake)
+    monkeypatch.setattr(restore, "restore", fake)
     settings = Settings(state=StateSettings(backend="rocksdb"), scale=ScaleSettings(scope="key"))
 
     def start() -> PartitionEngines:

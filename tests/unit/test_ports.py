@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from stream_dedup.kafka.ports import PortClaims, bindable
+from stream_dedup.tools.ports import PortClaims, bindable
 
 pytestmark = pytest.mark.unit
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from stream_dedup.index.probe import _unique_counts, _unique_inverse
+from stream_dedup.engine.index.probe import _unique_counts, _unique_inverse
 
 pytestmark = pytest.mark.unit
 

@@ -4,9 +4,9 @@ scope is unchanged, and expiry removes salted entries."""
 import numpy as np
 import pytest
 
-from stream_dedup import scope
 from stream_dedup.config import Settings, WindowSettings
-from stream_dedup.engine import Engine
+from stream_dedup.engine.batch import Engine, scope
+from stream_dedup.engine.stored import TABLES
 from stream_dedup.records import Decision, Message
 from stream_dedup.state import MemoryStore
 
@@ -21,7 +21,7 @@ def msg(i: int, text: str, key: bytes | None, ts: int | None = None) -> Message:
 
 
 def test_same_text_under_two_keys_is_unique_twice() -> None:
-    engine = Engine(Settings(), MemoryStore())
+    engine = Engine(Settings(), MemoryStore(TABLES))
     v = engine.process([msg(0, BASE, b"sports"), msg(1, BASE, b"finance"),
                         msg(2, NEAR, b"finance")])
     assert [x.decision for x in v] == [Decision.UNIQUE, Decision.UNIQUE, Decision.NEAR]
@@ -29,7 +29,7 @@ def test_same_text_under_two_keys_is_unique_twice() -> None:
 
 
 def test_copies_under_one_key_match_across_batches() -> None:
-    engine = Engine(Settings(), MemoryStore())
+    engine = Engine(Settings(), MemoryStore(TABLES))
     engine.process([msg(0, BASE, b"a"), msg(1, "完全不同的一段文字内容在这里", b"b")])
     v = engine.process([msg(2, NEAR, b"a"), msg(3, BASE, b"a"), msg(4, NEAR, b"b"),
                         msg(5, BASE, None)])
@@ -40,9 +40,9 @@ def test_copies_under_one_key_match_across_batches() -> None:
 
 def test_within_scope_results_equal_unscoped_ones() -> None:
     texts = [BASE, BASE + "！", "完全不同的一段文字内容在这里", BASE[:30], NEAR, BASE]
-    plain = Engine(Settings(), MemoryStore()).process(
+    plain = Engine(Settings(), MemoryStore(TABLES)).process(
         [msg(i, t, None) for i, t in enumerate(texts)])
-    scoped = Engine(Settings(), MemoryStore()).process(
+    scoped = Engine(Settings(), MemoryStore(TABLES)).process(
         [msg(i, t, b"channel-7") for i, t in enumerate(texts)])
     assert plain == scoped
 
@@ -58,14 +58,14 @@ def test_salting_keeps_distances_within_a_scope() -> None:
 
 
 def test_expiry_removes_salted_entries() -> None:
-    store = MemoryStore()
+    store = MemoryStore(TABLES)
     engine = Engine(Settings(window=WindowSettings(seconds=60)), store)
     engine.process([msg(0, BASE, b"a"), msg(1, "完全不同的一段文字内容在这里", b"b"),
                     msg(2, "另外一条完全无关的评论内容，说的是别的事情", None)])
     assert list(store.scan("blocks", b"", b"\xff" * 16))
     later = T0 + 3_600_000
     engine.process([msg(3, "一小时以后的一条新的消息内容，和前面的都不一样", b"c", ts=later)])
-    fresh = Engine(Settings(window=WindowSettings(seconds=60)), MemoryStore())
+    fresh = Engine(Settings(window=WindowSettings(seconds=60)), MemoryStore(TABLES))
     fresh.process([msg(3, "一小时以后的一条新的消息内容，和前面的都不一样", b"c", ts=later)])
     for cf in ("blocks", "anchors", "exact"):  # only the new message's keys are left
         assert [k for k, _ in store.scan(cf, b"", b"\xff" * 16)] == [

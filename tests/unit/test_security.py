@@ -16,12 +16,12 @@ import pytest
 from kafka.errors import KafkaTimeoutError
 from prometheus_client import CollectorRegistry, Counter
 
-from stream_dedup.cli import build_parser
-from stream_dedup.config import settings_from_dict
+from stream_dedup.cli.parser import build_parser
+from stream_dedup.config_file import settings_from_dict
 from stream_dedup.errors import ConfigError, ServiceError
-from stream_dedup.health import serve, tls_context, with_basic_auth
 from stream_dedup.kafka.security import client_security, connect, describe, rdkafka_security
-from stream_dedup.secret import Secret, read_secret
+from stream_dedup.ops.health import serve, tls_context, with_basic_auth
+from stream_dedup.ops.secret import Secret, read_secret
 
 PASSWORD = "s3cr3t-Pa55-word"
 SASL = {"security_protocol": "SASL_SSL", "sasl_username": "alice",
@@ -220,7 +220,7 @@ def test_metrics_security_settings(cert: tuple[str, str]) -> None:
     m = settings_from_dict({"metrics": {"tls_certfile": cert[0], "tls_keyfile": cert[1],
                                         "basic_auth_user": "prom",
                                         "basic_auth_password_env": "M_PW"}}, {}).metrics
-    from stream_dedup.kafka.run import metrics_security, metrics_url
+    from stream_dedup.runtime.lifecycle import metrics_security, metrics_url
 
     assert metrics_url(m, 9108) == "https://127.0.0.1:9108/metrics"
     with pytest.raises(ConfigError, match="M_PW is not set"):

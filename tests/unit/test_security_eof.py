@@ -2,8 +2,8 @@
 
 A broker refusing a SASL login sends the SaslAuthenticate error and closes at once; kafka-python
 3.0 read both in one pass and dropped the answer, so a wrong password looked like a retriable
-"socket disconnected" on any busy machine. `stream_dedup.kafka.security` hands the data over
-first and reports the end of the connection on the next read.
+"socket disconnected" on any busy machine. `stream_dedup.kafka.security.install` hands the data
+over first and reports the end of the connection on the next read.
 """
 
 from __future__ import annotations
@@ -14,9 +14,14 @@ import pytest
 from kafka.errors import KafkaConnectionError
 from kafka.net.transport import KafkaSSLTransport, KafkaTCPTransport
 
-import stream_dedup.kafka.security  # noqa: F401  (installs the fix)
+from stream_dedup.kafka.security import install
 
 pytestmark = pytest.mark.unit
+
+
+@pytest.fixture(autouse=True)
+def _fix_installed() -> None:
+    install()
 
 
 @pytest.mark.parametrize("cls", [KafkaTCPTransport, KafkaSSLTransport])

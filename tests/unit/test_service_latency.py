@@ -19,17 +19,18 @@ from kafka.errors import (
     GroupAuthorizationFailedError,
     NotCoordinatorError,
 )
-from test_kafka_service import TEXT, FakeSink, FakeSource, Rec, rec, settings
 from test_metrics_service import Errors
+from test_runtime_service import TEXT, FakeSink, FakeSource, Rec, rec, settings
 
-from stream_dedup.engine import Engine
+from stream_dedup.engine.batch import Engine
+from stream_dedup.engine.stored import TABLES
 from stream_dedup.errors import ServiceError
-from stream_dedup.health import Readiness
-from stream_dedup.kafka.observe import CONDITIONS
+from stream_dedup.kafka.reporting import CONDITIONS
 from stream_dedup.kafka.retry import Backoff, Shutdown
-from stream_dedup.kafka.service import Service
 from stream_dedup.kafka.sink import KafkaSink
 from stream_dedup.kafka.source import BACKLOG_RECORDS, KafkaSource
+from stream_dedup.ops.health import Readiness
+from stream_dedup.runtime.service import Service
 from stream_dedup.state import MemoryStore
 
 pytestmark = pytest.mark.unit
@@ -349,7 +350,7 @@ def test_check_topics_has_the_sink_learn_the_output_topics() -> None:
     s = settings()
     src = FakeSource([])
     sink = PreparingSink(src.log)
-    svc = Service(s, Engine(s, MemoryStore()), src, sink, Shutdown(1.0))
+    svc = Service(s, Engine(s, MemoryStore(TABLES)), src, sink, Shutdown(1.0))
     svc.check_topics()
     assert sorted(sink.prepared) == ["dead", "dups", "out"]
 
@@ -388,7 +389,7 @@ def test_the_run_freezes_what_was_loaded_and_reads_the_state_before_its_first_ba
     s = settings()
     src = FakeSource([[rec(0, 0, "a", TEXT)]])
     meter = StartMeter()
-    svc = Service(s, Engine(s, MemoryStore()), src, FakeSink(src.log), Shutdown(1.0), meter)
+    svc = Service(s, Engine(s, MemoryStore(TABLES)), src, FakeSink(src.log), Shutdown(1.0), meter)
     polls = src.poll
 
     def poll(wait: bool = True) -> list[Rec]:

@@ -1,4 +1,4 @@
-"""The metrics of a `stream-dedup stage` process (`scale/observe.py`) on a fresh registry per
+"""The metrics of a `stream-dedup stage` process (`scale/stage_metrics.py`) on a fresh registry per
 test, and the index shards' entry count (`index_stage.EntryCount`) against the store itself."""
 
 from __future__ import annotations
@@ -15,15 +15,18 @@ from prometheus_client import CollectorRegistry
 
 from stream_dedup import __version__
 from stream_dedup.config import MetricsSettings, Settings, WindowSettings
-from stream_dedup.health import Readiness
-from stream_dedup.kafka.observe import BROKER_REACHABLE, PARTITIONS_ASSIGNED
+from stream_dedup.engine.stored import TABLES
+from stream_dedup.kafka.reporting import BROKER_REACHABLE, PARTITIONS_ASSIGNED
 from stream_dedup.kafka.route import Output
-from stream_dedup.kafka.run import start_metrics_port
-from stream_dedup.metrics import ERROR_KINDS
-from stream_dedup.scale.changelog import RestoreReport
+from stream_dedup.ops.health import Readiness
+from stream_dedup.ops.metrics import ERROR_KINDS
+from stream_dedup.runtime.lifecycle import start_metrics_port
 from stream_dedup.scale.index_stage import ENTRY_FAMILIES
 from stream_dedup.scale.join import Join
-from stream_dedup.scale.observe import (
+from stream_dedup.scale.probes import ANCHOR, BLOCK, EXACT, LOOKUP, Answer, Hit, Original, Probe
+from stream_dedup.scale.restore import RestoreReport
+from stream_dedup.scale.shard import Shard
+from stream_dedup.scale.stage_metrics import (
     CONDITIONS,
     KINDS,
     LOOP_RUNNING,
@@ -31,8 +34,6 @@ from stream_dedup.scale.observe import (
     KeyCount,
     StageMetrics,
 )
-from stream_dedup.scale.probes import ANCHOR, BLOCK, EXACT, LOOKUP, Answer, Hit, Original, Probe
-from stream_dedup.scale.shard import Shard
 from stream_dedup.state import MemoryStore
 
 pytestmark = pytest.mark.unit
@@ -204,7 +205,7 @@ def _keys(store: MemoryStore, families: tuple[str, ...] = ENTRY_FAMILIES) -> int
 
 def test_index_entry_count_follows_inserts_replays_and_expiry() -> None:
     s = dataclasses.replace(Settings(), window=WindowSettings(seconds=10.0))
-    store = MemoryStore()
+    store = MemoryStore(TABLES)
     counted = KeyCount(store, ENTRY_FAMILIES, check=False)
     shard = Shard(counted, s)
     batch = [Probe(EXACT, 0, 1, 1_000, "a", 0), Probe(BLOCK, 0, 2, 1_000, "a", 1, 5, "甲"),
@@ -220,7 +221,7 @@ def test_index_entry_count_follows_inserts_replays_and_expiry() -> None:
 
 
 def test_pending_joins_count_rewrites_and_decided_messages() -> None:
-    store = MemoryStore()
+    store = MemoryStore(TABLES)
     counted = KeyCount(store, ("docs",), check=True)
     join = Join(counted, Settings())
     exact = Answer("m2", 0, EXACT, (Hit("m1", 1, 0, -1, ""),))

@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
+from stream_dedup.engine.stored import TABLES
 from stream_dedup.errors import StateError
-from stream_dedup.state import COLUMN_FAMILIES, MemoryStore, WriteSet, open_store
+from stream_dedup.state import MemoryStore, WriteSet, open_store
 from stream_dedup.state.rocksdb import GET_CHUNK
 
 pytestmark = pytest.mark.unit
@@ -15,10 +16,10 @@ pytestmark = pytest.mark.unit
 @pytest.fixture(params=["memory", "rocksdb", "rocksdb-hashed"])
 def store(request: pytest.FixtureRequest, tmp_path: Path):
     if request.param == "memory":
-        s = MemoryStore()
+        s = MemoryStore(TABLES)
     else:  # "rocksdb-hashed": every table in hash memtables, scans included
-        hashed = COLUMN_FAMILIES if request.param == "rocksdb-hashed" else ()
-        s = open_store("rocksdb", str(tmp_path / "s"), lookups_only=hashed)
+        hashed = TABLES if request.param == "rocksdb-hashed" else ()
+        s = open_store("rocksdb", str(tmp_path / "s"), TABLES, lookups_only=hashed)
     yield s
     s.close()
 
@@ -56,14 +57,14 @@ def test_a_read_of_many_keys_answers_each_in_order(store) -> None:
 
 
 def test_rocksdb_refuses_a_second_opener(tmp_path: Path) -> None:
-    first = open_store("rocksdb", str(tmp_path / "s"))
+    first = open_store("rocksdb", str(tmp_path / "s"), TABLES)
     with pytest.raises(StateError, match="locked by another process"):
-        open_store("rocksdb", str(tmp_path / "s"))
+        open_store("rocksdb", str(tmp_path / "s"), TABLES)
     first.close()
 
 
 def test_rocksdb_directory_is_owner_only(tmp_path: Path) -> None:
-    s = open_store("rocksdb", str(tmp_path / "s"))
+    s = open_store("rocksdb", str(tmp_path / "s"), TABLES)
     s.close()
     assert (tmp_path / "s").stat().st_mode & 0o077 == 0
 
@@ -77,13 +78,13 @@ def families_whose_options_hold(path: Path, setting: str) -> set[str]:
 
 
 def test_rocksdb_memtable_bloom_only_where_lookups_miss(tmp_path: Path) -> None:
-    open_store("rocksdb", str(tmp_path / "s")).close()
+    open_store("rocksdb", str(tmp_path / "s"), TABLES).close()
     filtered = families_whose_options_hold(tmp_path / "s", "memtable_whole_key_filtering=true")
     assert filtered == {"anchors", "blocks", "ids"}
 
 
 def test_rocksdb_hash_memtables_only_where_asked(tmp_path: Path) -> None:
-    open_store("rocksdb", str(tmp_path / "s"), lookups_only=("anchors", "exact")).close()
+    open_store("rocksdb", str(tmp_path / "s"), TABLES, lookups_only=("anchors", "exact")).close()
     hashed = families_whose_options_hold(tmp_path / "s", "id=HashLinkListRepFactory")
     assert hashed == {"anchors", "exact"}
 
@@ -97,7 +98,7 @@ def test_hashed_table_scans_in_key_order_before_and_after_reopen(tmp_path: Path)
     for k in keys:
         w.put("blocks", k, k[::-1])
     for reopen in (False, True):
-        s = open_store("rocksdb", str(tmp_path / "s"), lookups_only=("blocks",))
+        s = open_store("rocksdb", str(tmp_path / "s"), TABLES, lookups_only=("blocks",))
         if not reopen:
             s.write(w)
         lo, hi = keys[500], keys[2500]

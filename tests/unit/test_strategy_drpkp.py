@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from stream_dedup.normalize import PARAGRAPH_BREAK
-from stream_dedup.strategies.drpkp import (
+from stream_dedup.engine.normalize import PARAGRAPH_BREAK
+from stream_dedup.engine.strategies.drpkp import (
     CONTEXT_STEP,
     Drpkp,
     Topics,
@@ -10,7 +10,7 @@ from stream_dedup.strategies.drpkp import (
     topic_weights,
     topics,
 )
-from stream_dedup.strategies.rabin import POLY_LOW, rabin64
+from stream_dedup.engine.strategies.rabin import POLY_LOW, rabin64
 
 pytestmark = pytest.mark.unit
 P = (1 << 64) | POLY_LOW

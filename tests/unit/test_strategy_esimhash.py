@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
 
-from stream_dedup.strategies.esimhash import ESimhash, positioned_hashes
-from stream_dedup.strategies.fit import fit
-from stream_dedup.strategies.votes import weighted_simhash
-from stream_dedup.strategies.words import word_hashes, words
+from stream_dedup.engine.strategies.esimhash import ESimhash, positioned_hashes
+from stream_dedup.engine.strategies.fit import fit
+from stream_dedup.engine.strategies.votes import weighted_simhash
+from stream_dedup.engine.strategies.words import word_hashes, words
 
 pytestmark = pytest.mark.unit
 

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from stream_dedup.strategies.fit import fit
-from stream_dedup.strategies.psimhash import PSimhash, j_tidf, pbdr, position_slots, sig_fnl
-from stream_dedup.strategies.simhash_words import WordSimhash
+from stream_dedup.engine.strategies.fit import fit
+from stream_dedup.engine.strategies.psimhash import PSimhash, j_tidf, pbdr, position_slots, sig_fnl
+from stream_dedup.engine.strategies.simhash_words import WordSimhash
 
 pytestmark = pytest.mark.unit
 

@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
 
-from stream_dedup.fingerprint import mix64
-from stream_dedup.strategies.shingle import ShingleSimhash
-from stream_dedup.strategies.simhash_words import WordSimhash
-from stream_dedup.strategies.words import word_hashes, words
+from stream_dedup.engine.fingerprint import mix64
+from stream_dedup.engine.strategies.shingle import ShingleSimhash
+from stream_dedup.engine.strategies.simhash_words import WordSimhash
+from stream_dedup.engine.strategies.words import word_hashes, words
 
 pytestmark = pytest.mark.unit
 

@@ -5,12 +5,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stream_dedup.cli import main
-from stream_dedup.config import FingerprintSettings, settings_from_dict
+from stream_dedup.cli.main import main
+from stream_dedup.config import FingerprintSettings
+from stream_dedup.config_file import settings_from_dict
+from stream_dedup.engine.strategies import make_strategy
+from stream_dedup.engine.strategies.fit import fit, jaccard_000
+from stream_dedup.engine.strategies.stats import load
 from stream_dedup.errors import ConfigError
-from stream_dedup.strategies import make_strategy
-from stream_dedup.strategies.fit import fit, jaccard_000
-from stream_dedup.strategies.stats import load
 
 pytestmark = pytest.mark.unit
 

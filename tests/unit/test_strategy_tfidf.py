@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from stream_dedup.strategies.tfidf import tfc
+from stream_dedup.engine.strategies.tfidf import tfc
 
 pytestmark = pytest.mark.unit
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from stream_dedup.strategies.votes import pack, signs, weighted_simhash
+from stream_dedup.engine.strategies.votes import pack, signs, weighted_simhash
 
 pytestmark = pytest.mark.unit
 

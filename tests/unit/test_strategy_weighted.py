@@ -3,10 +3,10 @@ import pytest
 
 from stream_dedup.config import InputSettings
 from stream_dedup.decode import decode
-from stream_dedup.normalize import PARAGRAPH_BREAK
-from stream_dedup.strategies.stats import CorpusStats
-from stream_dedup.strategies.weighted import WeightedSimhash, length_weight, weights_003
-from stream_dedup.strategies.words import Bag, word_hashes
+from stream_dedup.engine.normalize import PARAGRAPH_BREAK
+from stream_dedup.engine.strategies.stats import CorpusStats
+from stream_dedup.engine.strategies.weighted import WeightedSimhash, length_weight, weights_003
+from stream_dedup.engine.strategies.words import Bag, word_hashes
 
 pytestmark = pytest.mark.unit
 

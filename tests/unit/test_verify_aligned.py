@@ -4,10 +4,11 @@ is still only related, and a phrase rewritten inside is not a copy."""
 
 import pytest
 
-from stream_dedup.config import VerifySettings, settings_from_dict
+from stream_dedup.config import VerifySettings
+from stream_dedup.config_file import settings_from_dict
+from stream_dedup.engine.normalize import Normalizer
+from stream_dedup.engine.verify import Check, verify
 from stream_dedup.errors import ConfigError
-from stream_dedup.normalize import Normalizer
-from stream_dedup.verify import Check, verify
 
 pytestmark = pytest.mark.unit
 NORM = Normalizer()

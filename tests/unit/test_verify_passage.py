@@ -6,13 +6,15 @@ from dataclasses import replace
 
 import pytest
 
-from stream_dedup.config import Settings, VerifySettings, settings_from_dict
-from stream_dedup.engine import Engine
+from stream_dedup.config import Settings, VerifySettings
+from stream_dedup.config_file import settings_from_dict
+from stream_dedup.engine.batch import Engine
+from stream_dedup.engine.normalize import Normalizer
+from stream_dedup.engine.stored import TABLES
+from stream_dedup.engine.verify import Check, similarity, verify
 from stream_dedup.errors import ConfigError
-from stream_dedup.normalize import Normalizer
 from stream_dedup.records import Decision, Message
 from stream_dedup.state import MemoryStore
-from stream_dedup.verify import Check, similarity, verify
 
 pytestmark = pytest.mark.unit
 NORM = Normalizer()
@@ -68,7 +70,7 @@ def test_a_passage_no_longer_than_a_typo_is_refused_in_config() -> None:
 
 
 def test_the_only_earlier_text_leaves_the_message_unique() -> None:
-    verdicts = Engine(Settings(), MemoryStore()).process(
+    verdicts = Engine(Settings(), MemoryStore(TABLES)).process(
         [Message("first", BASE, 0), Message("second", INSERTED, 1000)])
     assert not verdicts[1].is_duplicate
 
@@ -89,14 +91,14 @@ def test_a_fuller_earlier_text_still_matches() -> None:
     settings = Settings()
     for passage, source in ((True, "orig"), (False, "orig")):
         engine = Engine(replace(settings, verify=replace(settings.verify,
-                                                         related_passage=passage)), MemoryStore())
+                                                         related_passage=passage)), MemoryStore(TABLES))
         verdicts = engine.process([Message("orig", orig, 0), Message("cut", cut, 1000),
                                    Message("later", later, 2000)])
         assert verdicts[2].is_duplicate and verdicts[2].matched_id == source
 
 
 def test_a_message_only_set_apart_is_named_related_passage() -> None:
-    engine = Engine(Settings(), MemoryStore())
+    engine = Engine(Settings(), MemoryStore(TABLES))
     first, later = engine.process([Message("base", BASE, 0), Message("inserted", INSERTED, 1000)])
     assert first.decision is Decision.UNIQUE
     assert later.decision is Decision.UNIQUE

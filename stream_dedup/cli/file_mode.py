@@ -1,0 +1,294 @@
+"""The commands that read files: `dedup`, `check`, `eval`, `fit` and `audit`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+from typing import TextIO
+
+from ..config import Settings
+from ..decode import decode
+from ..engine.batch import Engine, open_engine
+from ..engine.stored import TABLES, seq_key
+from ..errors import StreamDedupError
+from ..files import count_lines, read_lines
+from ..ops.metrics import FILE_TOPIC, ServiceMetrics
+from ..records import DeadLetter, Message, Verdict
+from ..state import open_store
+from .parser import build_parser
+
+
+class Progress:
+    """Progress on stderr: a bar with the rate and the time left on a terminal (tqdm), a line
+    every 10 s otherwise, so a long run shows it is moving either way."""
+
+    def __init__(self, enabled: bool, total: int | None = None, unit: str = "msg") -> None:
+        self.enabled = enabled
+        self.tty = sys.stderr.isatty()
+        self.start = self.last = time.monotonic()
+        self.done = 0
+        self.bar = None
+        if enabled and self.tty:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, unit=unit, unit_scale=True, file=sys.stderr,
+                            smoothing=0.1, dynamic_ncols=True)
+
+    def update(self, done: int, note: str = "") -> None:
+        if not self.enabled:
+            return
+        if self.bar is not None:
+            self.bar.update(done - self.done)
+            self.done = done
+            if note:
+                self.bar.set_postfix_str(note, refresh=False)
+            return
+        now = time.monotonic()
+        if now - self.last < 10.0:
+            return
+        self.last = now
+        rate = done / max(now - self.start, 1e-9)
+        print(f"{done:,} messages, {rate:,.0f} msgs/s {note}".rstrip(), file=sys.stderr)
+
+    def say(self, text: str) -> None:
+        """A line on stderr that does not tear the bar."""
+        if self.bar is not None:
+            self.bar.write(text, file=sys.stderr)
+        else:
+            print(text, file=sys.stderr)
+
+    def finish(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def _records(path: str, settings: Settings) -> Iterator[tuple[int, bytes, Message | DeadLetter]]:
+    base_ms = int(time.time() * 1000)
+    for number, raw in read_lines(path):
+        yield number, raw, decode(raw, f"{path}:{number}", f"line:{number}", base_ms + number,
+                                  settings.input)
+
+
+def _batches(items: Iterator[tuple[int, bytes, Message | DeadLetter]],
+             size: int) -> Iterator[list[tuple[int, bytes, Message | DeadLetter]]]:
+    batch: list[tuple[int, bytes, Message | DeadLetter]] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _open_out(stack: ExitStack, path: str | None) -> TextIO | None:
+    if path is None:
+        return None
+    if path == "-":
+        return sys.stdout
+    return stack.enter_context(open(path, "w", encoding="utf-8"))
+
+
+def verdict_json(v: Verdict) -> dict[str, object]:
+    out: dict[str, object] = {"id": v.id, "verdict": v.decision.value, "reason": v.reason}
+    for key in ("matched_id", "distance", "similarity", "guard"):
+        value = getattr(v, key)
+        if value is not None:
+            out[key] = value
+    if v.replayed:
+        out["replayed"] = True
+    return out
+
+
+def _file_state(args: argparse.Namespace, stack: ExitStack) -> str:
+    """The state directory of a file-mode run: a fresh temporary one removed at exit, or
+    `--state DIR`, refused when DIR already holds messages unless `--resume` says so, because
+    their ids would get their stored verdicts back and their texts would count as earlier
+    messages, which a run over another file does not expect."""
+    if args.state is None:
+        if args.resume:
+            raise StreamDedupError("--resume needs --state DIR: the state of the run to continue")
+        return stack.enter_context(tempfile.TemporaryDirectory(prefix="stream-dedup-state-"))
+    return args.state
+
+
+def _refuse_used_state(args: argparse.Namespace, engine: Engine) -> None:
+    """Raise unless the state is empty, or `--resume` was given for a kept one."""
+    if args.state is None or args.resume:
+        return
+    if next(iter(engine.store.scan("docs", seq_key(0), seq_key(2**64 - 1))), None) is not None:
+        raise StreamDedupError(
+            f"state {args.state} already holds the messages of an earlier run: their ids would "
+            "get their stored verdicts back and their texts would count as earlier messages. "
+            "Add --resume to continue that run, or give an empty --state directory (or none: "
+            "a temporary state)")
+
+
+def _progress_total(path: str, enabled: bool) -> int | None:
+    """Lines of the input, counted first for the bar's time left (only on a terminal)."""
+    if not enabled or not sys.stderr.isatty() or path == "-":
+        return None
+    return count_lines(path)
+
+
+def cmd_dedup(args: argparse.Namespace, settings: Settings) -> int:
+    with ExitStack() as state_stack:
+        state_path = _file_state(args, state_stack)
+        engine = open_engine(settings, state_path)
+        try:
+            _refuse_used_state(args, engine)
+        except StreamDedupError:
+            engine.close()
+            raise
+        return _dedup(args, settings, engine)
+
+
+def _dedup(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
+    progress = Progress(not args.quiet, _progress_total(args.input, not args.quiet))
+    metrics = _file_metrics(settings) if args.metrics_textfile else None
+    started = time.perf_counter()
+    dead = 0
+    with ExitStack() as stack:
+        stack.callback(engine.close)
+        out = _open_out(stack, args.output)
+        decisions = _open_out(stack, args.decisions)
+        dead_out = _open_out(stack, args.dead_letters)
+        for batch in _batches(_records(args.input, settings), settings.engine.batch_size):
+            messages = [r for _, _, r in batch if isinstance(r, Message)]
+            decided = engine.process(messages)
+            verdicts = iter(decided)
+            for number, raw, record in batch:
+                if isinstance(record, DeadLetter):
+                    dead += 1
+                    progress.say(f"skipped {record.source}: {record.reason}")
+                    if dead_out:
+                        dead_out.write(json.dumps({"source": record.source, "line": number,
+                                                   "reason": record.reason,
+                                                   "raw": raw.decode("utf-8", "replace")},
+                                                  ensure_ascii=False) + "\n")
+                    continue
+                verdict = next(verdicts)
+                if not verdict.is_duplicate and out:
+                    out.write(raw.decode("utf-8") + "\n")
+                if decisions:
+                    decisions.write(json.dumps(verdict_json(verdict), ensure_ascii=False) + "\n")
+            progress.update(engine.stats.messages + dead)
+            if metrics:
+                metrics.observe_batch(engine, decided, len(batch) - len(messages),
+                                      {FILE_TOPIC: len(batch)})
+                metrics.write_textfile(args.metrics_textfile, every_s=10.0)
+        progress.finish()
+        if metrics:
+            metrics.refresh_state(engine)
+            metrics.write_textfile(args.metrics_textfile)
+    elapsed = time.perf_counter() - started
+    stats = engine.stats
+    bloom = engine.exact.bloom
+    total = stats.messages + dead
+    dups = stats.decisions["exact"] + stats.decisions["near"]
+    print(
+        f"{total:,} records: {stats.decisions['unique']:,} unique, {stats.decisions['exact']:,} "
+        f"exact, {stats.decisions['near']:,} near, {dead:,} dead letters, "
+        f"{stats.replayed:,} replayed; dedup rate {dups / max(stats.messages, 1):.1%}; "
+        f"{total / max(elapsed, 1e-9):,.0f} msgs/s over {elapsed:.1f} s (reading and writing "
+        f"included); Bloom filter {bloom.fill_ratio():.1%} full, "
+        f"estimated false-positive rate {bloom.estimated_fpr():.2g}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _file_metrics(settings: Settings) -> ServiceMetrics:
+    from prometheus_client import CollectorRegistry
+
+    return ServiceMetrics(CollectorRegistry(), settings, topics=(FILE_TOPIC,),
+                          process_metrics=False)
+
+
+def cmd_check(args: argparse.Namespace, settings: Settings) -> int:
+    from dataclasses import replace
+
+    from ..engine.fingerprint import Batch, simhash
+    from ..engine.index.layout import hamming
+    from ..engine.meaning import classify
+    from ..engine.normalize import Normalizer
+    from ..engine.verify import similarity
+
+    settings = replace(settings, state=replace(settings.state, backend="memory"))
+    norm = Normalizer(settings.normalize)
+    a, b = (norm.normalize(t) for t in (args.first, args.second))
+    fps = simhash(Batch.of([a, b]), settings.fingerprint.ngram)
+    engine = Engine(settings, open_store("memory", "", TABLES))
+    verdict = engine.process([Message("first", args.first, 0), Message("second", args.second, 1)])
+    score, _, _ = similarity(a, b, settings.verify)
+    for label, text, fp in zip(("first", "second"), (a, b), fps, strict=True):
+        print(f"{label:>8}: {text}\n{'':>8}  simhash {int(fp):016x}")
+    print(f"distance: {int(hamming(fps[0], fps[1]))} bits, similarity: {score:.3f}")
+    spans = classify(a, b) if a != b else []
+    if spans:
+        print("   spans:")
+    for span in spans:
+        mark = "  meaning change" if span.changes_meaning else ""
+        print(f"          {span.op:<7} {a[span.i1:span.i2] or '-'} -> {b[span.j1:span.j2] or '-'}"
+              f"  [{span.kind}]{mark}")
+    print(f" verdict: {verdict[1].decision.value} ({verdict[1].reason})")
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace, settings: Settings) -> int:
+    from ..tools.eval.command import run_eval
+
+    return run_eval(args, settings)
+
+
+def cmd_fit(args: argparse.Namespace, settings: Settings) -> int:
+    from ..engine.normalize import Normalizer
+    from ..engine.strategies.fit import fit
+
+    normalizer = Normalizer(settings.normalize)
+    progress = Progress(True)
+    texts: list[str] = []
+    for batch in _batches(_records(args.input, settings), settings.engine.batch_size):
+        texts += normalizer.normalize_batch([r.text for _, _, r in batch
+                                             if isinstance(r, Message)])
+        progress.update(len(texts), "read")
+    progress.finish()
+    stats = fit(texts, settings.fingerprint.top_m, lambda step, done, total: print(
+        f"{step}: {done:,}/{total:,}", file=sys.stderr))
+    stats.save(args.output)
+    print(f"{stats.docs:,} texts, {len(stats.words):,} words, {len(stats.pair_keys):,} word "
+          f"pairs -> {args.output} (set fingerprint.stats: {args.output})", file=sys.stderr)
+    return 0
+
+
+def cmd_audit(args: argparse.Namespace, settings: Settings) -> int:
+    from ..tools import audit
+
+    if args.target[0] == "score":
+        if len(args.target) != 2:
+            build_parser().error("usage: stream-dedup audit score PAIRS.jsonl")
+        pairs = audit.read_pairs(args.target[1])
+        if args.replay:
+            pairs = audit.still_flagged(pairs, settings)
+        for group, rows in audit.score(pairs).items():
+            for key, precision in rows.items():
+                print(f"{group:>7}  {key:<16} precision {precision}")
+        return 0
+    if len(args.target) != 1 or not args.output:
+        build_parser().error("usage: stream-dedup audit INPUT -o PAIRS.jsonl")
+    progress = Progress(True)
+    pairs, counts = audit.sample_pairs(args.target[0], settings, args.sample, args.near_misses,
+                                       args.seed, progress.update)
+    progress.finish()
+    audit.write_pairs(pairs, args.output)
+    print(f"{counts['messages']:,} messages, {counts['flagged']:,} flagged, "
+          f"{counts['near_misses']:,} near misses; wrote {len(pairs)} pairs to {args.output}",
+          file=sys.stderr)
+    return 0
+

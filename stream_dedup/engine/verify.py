@@ -1,0 +1,247 @@
+"""Verification of a candidate pair: the second measure, then the guards.
+
+Simhash distance proposes; this module decides. The measure is character-bigram overlap of the
+two normalized texts: Jaccard for copies with edits spread through them (typos, script), and
+containment of the shorter in the longer for copies that gained or lost material at an edge (a
+comment, a suffix, a cut). Hard negatives (a number changed, a negation added) are as similar as
+true copies by any n-gram measure, so a pair that passes is aligned and every differing span is
+classified (`meaning.classify`): a pair with a meaning change of an enabled class is *related*,
+not a duplicate. A later text that puts a passage of its own inside the earlier one (a clause
+inserted, a phrase rewritten: `meaning.added_passage`) carries content the earlier lacks, so it is
+not a copy of *that* text; it may still be one of a fuller earlier text (the earlier one a copy
+with a clause cut), so this rule keeps the pair apart without settling the message.
+
+The measure of a batch's pairs is taken in one call of compiled kernels (numba) over each text's
+sorted distinct bigrams (`similarities`); `similarity` is that call on one pair.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..config import VerifySettings
+from .jit import compiled
+from .meaning import added_passage, classify, decoration_only, unexplained
+
+
+@dataclass(slots=True)  # not frozen: a frozen init costs 4x, made per pair
+class Check:
+    """The outcome of verifying one pair: duplicate or not, the similarity, the guard that spoke."""
+
+    duplicate: bool
+    similarity: float
+    # Why a similar pair is not a duplicate: "short" (too little content), or what makes it only
+    # related: "contained", or the meaning changes, comma-separated.
+    guard: str | None = None
+    # A rule that keeps this pair apart without settling the message (guard None, so the next
+    # candidate is tried): "passage", the later text adds a passage of its own inside this one.
+    apart: str | None = None
+
+
+# How a pair matches (`similarity`), by the code the kernel returns.
+_HOW = ("", "jaccard", "containment", "contained")
+_NONE, _JACCARD, _CONTAINMENT, _CONTAINED = range(len(_HOW))
+
+
+_SLIPS = 2  # characters a longer aligned pair may differ by without evidence
+
+Measured = tuple[float, str, float]  # (score, how it matches: see `_score`, bigram Jaccard)
+
+
+def similarity(a: str, b: str, settings: VerifySettings) -> Measured:
+    """`similarities` of one pair of normalized texts."""
+    return similarities([a, b], [0], [1], settings)[0]
+
+
+def similarities(texts: Sequence[str], first: Sequence[int], second: Sequence[int],
+                 settings: VerifySettings) -> list[Measured]:
+    """(score, how it matches, Jaccard) of texts[first[k]] and texts[second[k]] for every k, in
+    one compiled pass (sets of bigrams built and intersected pair by pair in Python cost more
+    than the rest of the verify stage). The score decides whether a pair matches; the Jaccard
+    ranks the candidates of a message on one scale (`verdict.closest_verdict`)."""
+    lengths = np.fromiter(map(len, texts), np.int64, count=len(texts))
+    starts = np.zeros(len(texts) + 1, np.int64)
+    np.cumsum(lengths, out=starts[1:])
+    codes = np.frombuffer("".join(texts).encode("utf-32-le"), dtype="<u4")
+    # Always these types: others would compile another specialization of the kernel.
+    scores, kinds, jaccards = _similarities(codes, starts, np.array(first, np.int64),
+                                            np.array(second, np.int64),
+                                            float(settings.min_jaccard),
+                                            float(settings.min_containment),
+                                            float(settings.max_length_ratio))
+    return list(zip(scores.tolist(), [_HOW[k] for k in kinds.tolist()], jaccards.tolist(),
+                    strict=True))
+
+
+def warm_up() -> None:
+    """Compile the kernels now rather than inside the first batch: ~3 s, or ~0.35 s loaded from
+    numba's cache."""
+    similarities(["ab", "abc"], [0], [1], VerifySettings())
+
+
+@compiled
+def _similarities(codes: np.ndarray, starts: np.ndarray, first: np.ndarray, second: np.ndarray,
+                  min_jaccard: float, min_containment: float,
+                  max_length_ratio: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Scores, `_HOW` codes and Jaccards of the pairs (first[k], second[k]) of the texts whose
+    code points are codes[starts[t]:starts[t + 1]]."""
+    grams, offsets = _bigrams(codes, starts)
+    scores = np.empty(len(first), np.float64)
+    kinds = np.empty(len(first), np.int8)
+    jaccards = np.zeros(len(first), np.float64)
+    for k in range(len(first)):
+        a, b = first[k], second[k]
+        common = _common(grams[offsets[a]:offsets[a + 1]], grams[offsets[b]:offsets[b + 1]])
+        size_a, size_b = offsets[a + 1] - offsets[a], offsets[b + 1] - offsets[b]
+        scores[k], kinds[k] = _score(common, size_a, size_b, starts[a + 1] - starts[a],
+                                     starts[b + 1] - starts[b], min_jaccard, min_containment,
+                                     max_length_ratio)
+        if size_a and size_b:
+            jaccards[k] = common / (size_a + size_b - common)
+    return scores, kinds, jaccards
+
+
+@compiled
+def _bigrams(codes: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each text's distinct character bigrams as integers (two 21-bit code points), sorted, all
+    in one array: text t's are grams[offsets[t]:offsets[t + 1]]. A one-character text is its
+    own feature."""
+    grams = np.empty(len(codes), np.int64)
+    offsets = np.zeros(len(starts), np.int64)
+    end = 0
+    for t in range(len(starts) - 1):
+        begin, last = starts[t], starts[t + 1] - 1
+        if last == begin:
+            grams[end] = codes[begin]
+            end += 1
+        elif last > begin:
+            pairs = np.sort((codes[begin:last].astype(np.int64) << 21) | codes[begin + 1:last + 1])
+            grams[end] = pairs[0]
+            end += 1
+            for i in range(1, len(pairs)):
+                if pairs[i] != pairs[i - 1]:
+                    grams[end] = pairs[i]
+                    end += 1
+        offsets[t + 1] = end
+    return grams, offsets
+
+
+@compiled
+def _common(a: np.ndarray, b: np.ndarray) -> int:
+    """How many values two sorted arrays of distinct values share."""
+    i = j = common = 0
+    while i < len(a) and j < len(b):
+        if a[i] == b[j]:
+            common += 1
+            i += 1
+            j += 1
+        elif a[i] < b[j]:
+            i += 1
+        else:
+            j += 1
+    return common
+
+
+@compiled
+def _score(common: int, size_a: int, size_b: int, len_a: int, len_b: int, min_jaccard: float,
+           min_containment: float, max_length_ratio: float) -> tuple[float, int]:
+    """(score, `_HOW` code) of two texts of `size_*` distinct bigrams (`len_*` characters)
+    sharing `common`: "jaccard"; "containment" (the shorter text inside the longer, lengths
+    within `max_length_ratio`); "contained" (inside a text more than that many times longer: a
+    headline in its lead, a caption in its article); none when it does not match. An empty text
+    matches nothing."""
+    if size_a == 0 or size_b == 0:
+        return 0.0, _NONE
+    jaccard = common / (size_a + size_b - common)
+    if jaccard >= min_jaccard:
+        return jaccard, _JACCARD
+    containment = common / min(size_a, size_b)
+    if containment < min_containment:
+        return max(jaccard, containment), _NONE
+    short, long_ = min(len_a, len_b), max(len_a, len_b)
+    small, large = min(size_a, size_b), max(size_a, size_b)
+    close = long_ <= short * max_length_ratio and large <= small * max_length_ratio
+    return containment, _CONTAINMENT if close else _CONTAINED
+
+
+def _few_substitutions(a: str, b: str) -> bool:
+    """Same length, and at most one character in ten (at least two) differs in place: the
+    shape of input-method typos, which bigram measures punish hardest on short texts. What the
+    substituted characters mean is left to the meaning check."""
+    if len(a) != len(b):
+        return False
+    differ = sum(x != y for x, y in zip(a, b, strict=True))
+    return differ <= max(2, len(a) // 10)
+
+
+def _short_pair(a: str, b: str, settings: VerifySettings) -> bool:
+    """Both texts short (`short_chars`), of close length (`max_length_ratio`) and sharing at
+    least half the distinct characters of the shorter: one changed character costs a short text
+    two of its few bigrams, so bigram measures fail its copies (a pair sharing fewer characters
+    is not aligned: that would cost an alignment for nothing)."""
+    short, long_ = sorted((len(a), len(b)))
+    if long_ > settings.short_chars or long_ > short * settings.max_length_ratio:
+        return False
+    shorter = a if len(a) == short else b
+    return 2 * len(set(a) & set(b)) >= len(set(shorter))
+
+
+def _nearly(a: str, b: str, score: float, settings: VerifySettings) -> bool:
+    """Texts of close length whose bigram score falls short by a little (`min_align_score`): a
+    few slips, or a number spelled another way (245 / 两百四十五), cost a text more bigrams
+    than characters."""
+    short, long_ = sorted((len(a), len(b)))
+    return score >= settings.min_align_score and long_ <= short * settings.max_length_ratio
+
+
+def _very_short(a: str, b: str, score: float, settings: VerifySettings,
+                common: Sequence[bool] | None) -> Check:
+    """A pair with a text under `min_chars`: a near copy only when what differs is a slip with
+    evidence, a number's form, a synonym, or particles, interjections and terms of address (a
+    content word or a number changed makes it related); too little content for anything else."""
+    if not _short_pair(a, b, settings):
+        return Check(False, score, "short")
+    spans = classify(a, b, common)
+    changes = sorted({s.kind for s in spans} & settings.meaning_classes)
+    if changes:
+        return Check(False, score, ",".join(changes))
+    if decoration_only(a, b, spans, common):
+        return Check(True, score)
+    return Check(False, score, "short")
+
+
+def verify(a: str, b: str, settings: VerifySettings, measured: Measured | None = None,
+           common: Sequence[bool] | None = None) -> Check:
+    """Decide whether normalized text `b` is a near duplicate of normalized text `a`;
+    `measured` is their `similarity` when the caller has it already, `common` which characters
+    of `b` the stream repeats (`commonness.Commonness`)."""
+    if a == b:
+        return Check(True, 1.0)
+    score, how, _ = measured or similarity(a, b, settings)
+    if min(len(a), len(b)) < settings.min_chars:
+        return _very_short(a, b, score, settings, common)
+    excerpt = settings.min_excerpt_chars <= len(b) < len(a)  # the later text taken from inside
+    if how == "contained" and not excerpt:
+        return Check(False, score, "contained" if settings.related_contained else None)
+    spans = None
+    if not how and _few_substitutions(a, b):
+        how = "substitution"  # a short text with a typo or two loses too many bigrams
+    elif not how and ((short := _short_pair(a, b, settings)) or _nearly(a, b, score, settings)):
+        spans = classify(a, b, common)
+        left = unexplained(a, b, spans)
+        # A short copy: what differs is explained, bigrams are too few. A longer one: only a
+        # slip or two left unexplained (a phrase rewritten inside is another text's business).
+        if 1 - left / min(len(a), len(b)) >= settings.min_aligned and (short or left <= _SLIPS):
+            how = "aligned"
+    if not how:
+        return Check(False, score)
+    spans = spans if spans is not None else classify(a, b, common)
+    changes = sorted({s.kind for s in spans} & settings.meaning_classes)
+    if changes:
+        return Check(False, score, ",".join(changes))
+    if settings.related_passage and added_passage(a, b, spans, settings.min_passage_chars):
+        return Check(False, score, apart="passage")
+    return Check(True, score)

@@ -1,0 +1,72 @@
+"""`stream-dedup run`: wire the engine, the consumer, the producer and the metrics into the
+service, inside the lifecycle (signals, backoff, metrics port `/metrics`, `/healthz`, `/readyz`),
+and run it until SIGTERM or SIGINT."""
+
+from __future__ import annotations
+
+import logging
+
+from kafka.consumer.subscription_state import ConsumerRebalanceListener
+from prometheus_client import CollectorRegistry
+
+from ..config import Settings
+from ..engine.batch import open_engine
+from ..errors import ConfigError
+from ..kafka.reporting import CONDITIONS, STATE_OPEN
+from ..kafka.retry import Backoff
+from ..kafka.sink import KafkaSink
+from ..kafka.source import KafkaSource
+from ..ops.health import Readiness
+from ..ops.metrics import ServiceMetrics
+from ..scale.partitioned import open_partitioned
+from .engine_process import EngineProcess
+from .lifecycle import lifecycle
+from .service import Decider, Service, ServiceStats
+
+log = logging.getLogger(__name__)
+
+
+def open_decider(settings: Settings, root: str,
+                 backoff: Backoff) -> tuple[Decider, ConsumerRebalanceListener | None]:
+    """The engine of `scale.scope` and the rebalance listener it needs: one engine over every
+    partition (`process`; in a child process with `engine.process: child`), or one per
+    partition restored from its changelog (`key`)."""
+    scope = settings.scale.scope
+    if scope == "global":
+        raise ConfigError("scale.scope", "'global' runs as three stages, not as `run`",
+                          "process or key for `stream-dedup run`")
+    if scope == "key":
+        engines = open_partitioned(settings, root, backoff)
+        return engines, engines
+    if settings.engine.process == "child":
+        return EngineProcess(settings, root), None
+    return open_engine(settings, root), None
+
+
+def serve(settings: Settings, state_path: str | None = None) -> ServiceStats:
+    """Run the service in this (main) thread until SIGTERM/SIGINT; returns its totals."""
+    k = settings.kafka
+    metrics = ServiceMetrics(CollectorRegistry(), settings, topics=k.input_topics)
+    ready = Readiness(*CONDITIONS)
+    with lifecycle(k, settings.metrics, metrics, ready) as life:
+        st = settings.state
+        engine, listener = open_decider(settings, state_path or st.path, life.backoff)
+        ready.set(STATE_OPEN, True)
+        try:
+            source = KafkaSource(k, life.backoff, metrics, ready, listener)
+            sink = KafkaSink(k, life.backoff, metrics, ready)
+        except BaseException:
+            engine.close()
+            raise
+        service = Service(settings, engine, source, sink, life.shutdown, metrics, ready)
+        try:
+            service.check_topics()
+        except BaseException:
+            service.close()
+            raise
+        log.info("running state=%s inputs=%s output=%s duplicates=%s dead_letters=%s scope=%s%s",
+                 state_path or st.path, ",".join(k.input_topics), k.output_topic,
+                 k.duplicates_topic, k.dead_letter_topic, settings.scale.scope,
+                 f" engine={settings.engine.process}" if settings.scale.scope == "process"
+                 else "")
+        return service.run()

@@ -1,0 +1,145 @@
+"""The engine on the in-memory store (the contract double) and on real RocksDB files."""
+
+import gc
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stream_dedup.config import Settings, WindowSettings
+from stream_dedup.engine.batch import Engine
+from stream_dedup.engine.stored import TABLES
+from stream_dedup.records import Decision, Message
+from stream_dedup.state import MemoryStore, open_store
+
+pytestmark = pytest.mark.unit
+BASE = "酒店位置很好，离地铁站很近，房间干净整洁，早餐品种也比较丰富，下次还会再来住"
+
+
+def run(engine: Engine, texts: list[str], start: int = 0, step_ms: int = 1000) -> list:
+    msgs = [Message(f"m{start + i}", t, 1_700_000_000_000 + (start + i) * step_ms)
+            for i, t in enumerate(texts)]
+    return engine.process(msgs)
+
+
+def test_unique_exact_and_near() -> None:
+    engine = Engine(Settings(), MemoryStore(TABLES))
+    v = run(engine, [BASE, "#旅行# " + BASE + " [哈哈]", BASE.replace("干净", "干凈") + "来源：网友",
+                     "这本书内容空洞，不值得购买"])
+    assert [x.decision for x in v] == [Decision.UNIQUE, Decision.EXACT, Decision.NEAR,
+                                       Decision.UNIQUE]
+    assert v[1].matched_id == "m0" and v[2].matched_id in {"m0", "m1"}
+    assert v[2].distance is not None and v[2].similarity is not None
+
+
+def test_guards_keep_hard_negatives() -> None:
+    engine = Engine(Settings(), MemoryStore(TABLES))
+    v = run(engine, ["房间住了3晚一共花了600元服务还行就是早餐一般般吧",
+                     "房间住了5晚一共花了900元服务还行就是早餐一般般吧",
+                     "这款手机拍照效果好电池也耐用",
+                     "这款手机拍照效果不好电池也耐用"])
+    assert v[1].decision is Decision.UNIQUE and v[1].guard == "number"
+    assert v[3].decision is Decision.UNIQUE and v[3].guard == "negation"
+
+
+def test_batch_equals_one_at_a_time() -> None:
+    texts = [BASE, BASE + "！", "完全不同的一段文字内容在这里", BASE[:30], BASE]
+    together = run(Engine(Settings(), MemoryStore(TABLES)), texts)
+    single_engine = Engine(Settings(), MemoryStore(TABLES))
+    alone = [run(single_engine, [t], start=i)[0] for i, t in enumerate(texts)]
+    assert [v.decision for v in together] == [v.decision for v in alone]
+
+
+def test_texts_normalized_by_the_caller_give_the_same_verdicts_and_state() -> None:
+    texts = [BASE, "#旅行# " + BASE + " [哈哈]", BASE.replace("干净", "干凈"), "", "  ",
+             "這本書內容空洞，不值得購買", "这本书内容空洞，不值得购买", BASE]
+    msgs = [Message(f"m{i}", t, 1_700_000_000_000 + i) for i, t in enumerate(texts)]
+    itself, given = Engine(Settings(), MemoryStore(TABLES)), Engine(Settings(), MemoryStore(TABLES))
+    assert given.process(msgs, given.normalize(texts)) == itself.process(msgs)
+    assert given.process(msgs, given.normalize(texts)) == itself.process(msgs)  # replayed
+    assert given.store._data == itself.store._data  # type: ignore[attr-defined]
+
+
+def test_replay_returns_first_verdict() -> None:
+    engine = Engine(Settings(), MemoryStore(TABLES))
+    first = run(engine, [BASE, BASE])
+    again = run(engine, [BASE, BASE])
+    assert [v.decision for v in again] == [v.decision for v in first]
+    assert all(v.replayed for v in again)
+    assert again[0].decision is Decision.UNIQUE  # never a duplicate of its own first pass
+
+
+def test_restart_keeps_verdicts(tmp_path: Path) -> None:
+    path = str(tmp_path / "state")
+    engine = Engine(Settings(), open_store("rocksdb", path, TABLES))
+    run(engine, [BASE, "另一条完全不同的评论，讲的是书的内容"])
+    engine.close()
+    reopened = Engine(Settings(), open_store("rocksdb", path, TABLES))
+    v = run(reopened, [BASE, BASE + "好评", "另一条完全不同的评论，讲的是书的内容"], start=2)
+    assert [x.decision for x in v] == [Decision.EXACT, Decision.NEAR, Decision.EXACT]
+    replay = run(reopened, [BASE], start=0)
+    assert replay[0].replayed and replay[0].decision is Decision.UNIQUE
+    reopened.close()
+
+
+def test_crash_without_checkpoint_rebuilds_bloom(tmp_path: Path) -> None:
+    path = str(tmp_path / "state")
+    engine = Engine(Settings(), open_store("rocksdb", path, TABLES))
+    run(engine, [BASE])
+    engine.store.close()  # no checkpoint: as after kill -9
+    reopened = Engine(Settings(), open_store("rocksdb", path, TABLES))
+    assert run(reopened, [BASE], start=1)[0].decision is Decision.EXACT
+    reopened.close()
+
+
+def test_expiry_forgets_old_messages_and_bounds_state() -> None:
+    settings = Settings(window=WindowSettings(seconds=60))
+    store = MemoryStore(TABLES)
+    engine = Engine(settings, store)
+    run(engine, [BASE], step_ms=0)
+    sizes = []
+    for round_ in range(1, 6):  # every round is two minutes later: all before it expires
+        texts = [f"第{round_}轮的第{i}条消息，内容各不相同，编号{round_ * 100 + i}" for i in range(50)]
+        run(engine, texts, start=round_ * 1000, step_ms=120_000 // 50)
+        sizes.append(store.disk_bytes())
+    assert engine.stats.expired >= 200
+    assert max(sizes[1:]) <= sizes[1] * 1.5  # bounded, not growing with the stream
+    later = run(engine, [BASE], start=9000)[0]
+    assert later.decision is Decision.UNIQUE  # its first copy left the window
+
+
+def test_collector_paused_only_during_a_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    engine = Engine(Settings(), MemoryStore(TABLES))
+    seen = []
+    normalize = engine._normalizer.normalize_batch
+    monkeypatch.setattr(engine._normalizer, "normalize_batch",
+                        lambda texts: seen.append(gc.isenabled()) or normalize(texts))
+    run(engine, [BASE])
+    assert seen == [False] and gc.isenabled()
+
+    def fail(texts: list[str]) -> list[str]:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(engine._normalizer, "normalize_batch", fail)
+    with pytest.raises(RuntimeError):
+        run(engine, [BASE], start=1)
+    assert gc.isenabled()  # also after a failed batch
+    monkeypatch.setattr(engine._normalizer, "normalize_batch", normalize)
+    gc.disable()
+    try:
+        run(engine, [BASE], start=2)
+        assert not gc.isenabled()  # a caller's choice is left alone
+    finally:
+        gc.enable()
+
+
+def test_per_message_candidates_of_one_and_of_several_rows() -> None:
+    from stream_dedup.engine.verdict import per_message
+
+    seqs = np.array([10, 11], dtype=np.uint64)
+    rows = {0: [(3, 2, 4), (10, 0, 9), (4, -1, 2)], 1: [(10, 1, 0)]}
+    assert per_message(rows, np.arange(2), seqs, 16) == [[(3, 2, 4), (4, -1, 2)], [(10, 1, 0)]]
+    # Two rows of message 0: each candidate once with its best row, best first, own seq left out.
+    rows = {0: [(3, 5, 1)], 1: [(3, 2, 4), (10, 0, 9), (4, -1, 2)], 2: [(10, 1, 0)]}
+    assert per_message(rows, np.array([0, 0, 1]), seqs, 16) == [[(3, 2, 4), (4, -1, 2)],
+                                                                [(10, 1, 0)]]
