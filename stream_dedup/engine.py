@@ -52,7 +52,7 @@ from .expiry import expire
 from .features import features
 from .index.layout import make_layout
 from .index.probe import AnchorQuery, BatchProbe
-from .normalize import Normalizer
+from .normalize import Clauses, Normalized, Normalizer
 from .records import Decision, Message, Verdict
 from .state import open_store
 from .state.store import KVStore, WriteSet
@@ -103,6 +103,7 @@ class _Pending:
 
     msg: Message
     text: str = ""
+    clauses: Clauses = ()  # where the normalized text's clauses end
     hash: int = 0
     seq: int = 0
     verdict: Verdict | None = None
@@ -221,9 +222,10 @@ class Engine:
         self.checkpoint()
         self.store.close()
 
-    def normalize(self, texts: Sequence[str]) -> list[str]:
-        """The texts as the engine compares them (what `process` takes as `normalized`)."""
-        return self._normalizer.normalize_batch(texts)
+    def normalize(self, texts: Sequence[str]) -> Normalized:
+        """The texts as the engine compares them, with where their clauses end (what `process`
+        takes as `normalized`)."""
+        return self._normalizer.with_clauses(texts)
 
     def stored_messages(self) -> int:
         """Messages in the state: one TTL key each (the engine writes one per stored message)."""
@@ -232,9 +234,10 @@ class Engine:
     # -- the batch ------------------------------------------------------------------------
 
     def process(self, messages: Sequence[Message],
-                normalized: Sequence[str] | None = None) -> list[Verdict]:
+                normalized: Normalized | None = None) -> list[Verdict]:
         """Decide a batch, in order, and make the decisions durable before returning them.
-        `normalized`: the messages' texts as `Normalizer(settings.normalize)` makes them, when
+        `normalized`: the messages' texts as `Normalizer(settings.normalize)` makes them
+        (`with_clauses`), when
         the caller made them already (the engine process's parent does, on its own core)."""
         if not messages:
             return []
@@ -242,7 +245,7 @@ class Engine:
             return self._process(messages, normalized)
 
     def _process(self, messages: Sequence[Message],
-                 normalized: Sequence[str] | None) -> list[Verdict]:
+                 normalized: Normalized | None) -> list[Verdict]:
         clock = time.perf_counter
         seconds = self.stats.stage_seconds
         t0 = clock()
@@ -252,13 +255,14 @@ class Engine:
         if normalized is None:
             pending = [_Pending(m) for m in messages]
         else:
-            pending = [_Pending(m, t) for m, t in zip(messages, normalized, strict=True)]
+            pending = [_Pending(m, t, c) for m, t, c in zip(messages, *normalized, strict=True)]
         fresh, repeats = self._replay(pending)
         t1 = clock()
         seconds["write"] += t1 - t0
         if normalized is None:
-            for p, text in zip(fresh, self.normalize([p.msg.text for p in fresh]), strict=True):
-                p.text = text
+            for p, text, clauses in zip(fresh, *self.normalize([p.msg.text for p in fresh]),
+                                        strict=True):
+                p.text, p.clauses = text, clauses
         t2 = clock()
         seconds["normalize"] += t2 - t1
         near = self._exact_stage(fresh)
@@ -423,7 +427,8 @@ class Engine:
                 for seq, dist in cands:
                     text, ident, fp = entries[seq]
                     ranked.append(Candidate(ident, text, fp, dist, next(measured)))
-                p.verdict = closest_verdict(p.msg.id, p.text, p.fp, ranked, vs, common)
+                p.verdict = closest_verdict(p.msg.id, p.text, p.fp, ranked, vs, common,
+                                            p.clauses)
                 source = source_seq(p.verdict, ranked, [seq for seq, _ in cands])
             if sketch is not None:  # in order: the next message sees it
                 sketch.learn(grams[p.seq], None if source is None else grams[source])

@@ -7,7 +7,9 @@ n-gram similarity cannot tell these apart (a changed number is one bigram), so t
 texts are aligned and every span that differs is classified, in this order:
 
 1. spans that move: the same text deleted in one place and inserted in another is a `reorder`
-   of clauses; two short words that trade places are a `swap` ("A beat B" / "B beat A");
+   of clauses (whole clauses of the later text, by where normalization saw its clauses end,
+   whatever their length); two short words that trade places are a `swap` ("A beat B" /
+   "B beat A");
 2. numbers first: a number written another way (4000 / 四千 / 4千) is a `form`, one whose value
    changes a `number` (a `date` with a date unit or a weekday);
 3. material added or cut at either edge, or a long span inside (a dropped sentence): `material`;
@@ -39,12 +41,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 # difflib's SequenceMatcher compiled (same algorithm, same opcodes), 2-4x faster on our pairs.
 from cydifflib import SequenceMatcher
 
 from . import numerals
 from .lexicon import ENTITY_TAGS, Lexicon, lexicon, longest
+from .normalize import Clauses
 
 MEANING_CLASSES = ("number", "unit", "date", "entity", "negation", "antonym", "swap", "word",
                    "inserted", "added")
@@ -153,9 +157,9 @@ def _has_numeral(text: str) -> bool:
 
 
 def _moved(a: str, b: str, spans: list[tuple[str, int, int, int, int]],
-           lex: Lexicon) -> dict[int, str]:
+           lex: Lexicon, clauses: Clauses = ()) -> dict[int, str]:
     """Indexes of spans that are text moved elsewhere: 'swap' when two words trade places,
-    'reorder' when one unit (a clause) moved."""
+    'reorder' when one unit (a clause: whole clauses of b by its `clauses`) moved."""
     kinds: dict[int, str] = {}
     for x, (_, xi1, xi2, xj1, xj2) in enumerate(spans):
         for y in range(x + 1, len(spans)):
@@ -169,7 +173,8 @@ def _moved(a: str, b: str, spans: list[tuple[str, int, int, int, int]],
                 # another word (a clause moves past more than a word).
                 jumped = yi1 - xi2 if yi1 >= xi2 else xi1 - yi2
                 crossed = bool(out_x and in_x) or jumped <= _SWAP_MAX - 2
-                kinds[x] = kinds[y] = "swap" if crossed and word else "reorder"
+                whole = _whole_clauses(b, ((xj1, xj2), (yj1, yj2)), clauses)
+                kinds[x] = kinds[y] = "swap" if crossed and word and not whole else "reorder"
     return kinds
 
 
@@ -490,11 +495,39 @@ def _differ(out: list[str], put: list[str]) -> bool:
     return bool(out) and bool(put) and sorted(out) != sorted(put)
 
 
+def _whole_clauses(b: str, parts: tuple[tuple[int, int], ...], clauses: Clauses) -> bool:
+    """Whether every non-empty b[j1:j2] of `parts` begins and ends where a clause of b does
+    (an edge of b, or one of its `clauses` ends): moved text that is whole clauses."""
+    if not clauses:
+        return False
+    bounds = {0, len(b), *clauses}
+    return all(j1 in bounds and j2 in bounds for j1, j2 in parts if j2 > j1)
+
+
+def _clauses_rearranged(a: str, b: str, clauses: Clauses) -> bool:
+    """Whether `a` is b's clauses (b cut at its `clauses` ends) put together in another order:
+    clauses moved, which says the same. Each step takes the longest clause left that `a`
+    continues with (clauses that are prefixes of one another are rare and short)."""
+    if not clauses:
+        return False
+    bounds = (0, *clauses, len(b))
+    left = sorted((b[s:e] for s, e in pairwise(bounds)), key=len, reverse=True)
+    at = 0
+    while left:
+        piece = next((p for p in left if a.startswith(p, at)), None)
+        if piece is None:
+            return False
+        left.remove(piece)
+        at += len(piece)
+    return at == len(a)
+
+
 def _reordered(a: str, b: str, spans: list[tuple[str, int, int, int, int]],
-               lex: Lexicon) -> str | None:
-    """When b has exactly a's characters in another order: "swap" if words trade places (a
-    word replaced by another in the word alignment), "reorder" if a run of words (a clause)
-    moved as a whole (only taken out in one place and put in at another)."""
+               lex: Lexicon, clauses: Clauses = ()) -> str | None:
+    """When b has exactly a's characters in another order: "reorder" if b's clauses (by its
+    `clauses` ends) are a's text rearranged; else "swap" if words trade places (a word replaced
+    by another in the word alignment), "reorder" if a run of words (a clause) moved as a whole
+    (only taken out in one place and put in at another)."""
     if len(a) != len(b):
         return None
     # Outside its differing `spans` b is a: it has a's characters exactly when the spans put in
@@ -502,6 +535,8 @@ def _reordered(a: str, b: str, spans: list[tuple[str, int, int, int, int]],
     taken = sorted("".join(a[i1:i2] for _, i1, i2, _, _ in spans))
     if taken != sorted("".join(b[j1:j2] for _, _, _, j1, j2 in spans)):
         return None
+    if _clauses_rearranged(a, b, clauses):
+        return "reorder"  # before segmenting: words do not cross a clause end
     words_a, words_b = lex.segment(a), lex.segment(b)
     ops = [op for op in SequenceMatcher(None, words_a, words_b, autojunk=False).get_opcodes()
            if op[0] != "equal"]
@@ -514,16 +549,18 @@ def _reordered(a: str, b: str, spans: list[tuple[str, int, int, int, int]],
     return "reorder"
 
 
-def classify(a: str, b: str, common: Sequence[bool] | None = None) -> list[Span]:
+def classify(a: str, b: str, common: Sequence[bool] | None = None,
+             clauses: Clauses = ()) -> list[Span]:
     """Every span in which normalized text `b` differs from normalized text `a`, classified.
     `common`: which characters of `b` the stream repeats (`commonness`); without it, what is
-    added at an edge is material."""
+    added at an edge is material. `clauses`: where b's clauses end (`Normalizer.with_clauses`);
+    without them a moved clause of a word or two reads as words that trade places."""
     lex = lexicon()
     spans = _contained(a, b) or [op for op in opcodes(a, b) if op[0] != "equal"]
-    order = _reordered(a, b, spans, lex)
+    order = _reordered(a, b, spans, lex, clauses)
     if order:
         return [Span(op[0], op[1], op[2], op[3], op[4], order) for op in spans]
-    moved = _moved(a, b, spans, lex)
+    moved = _moved(a, b, spans, lex, clauses)
     out = []
     for n, span in enumerate(spans):
         kind = moved.get(n) or (_replaced_kind(a, b, span, lex) if span[0] == "replace"

@@ -25,6 +25,7 @@ import numpy as np
 from .config import VerifySettings
 from .jit import compiled
 from .meaning import added_passage, classify, decoration_only, unexplained
+from .normalize import Clauses
 
 
 @dataclass(slots=True)  # not frozen: a frozen init costs 4x, made per pair
@@ -188,13 +189,13 @@ def _short_pair(a: str, b: str, settings: VerifySettings) -> bool:
 
 
 def _very_short(a: str, b: str, score: float, settings: VerifySettings,
-                common: Sequence[bool] | None) -> Check:
+                common: Sequence[bool] | None, clauses: Clauses) -> Check:
     """A pair with a text under `min_chars`: a near copy only when what differs is a slip with
     evidence, a number's form, a synonym, or particles, interjections and terms of address (a
     content word or a number changed makes it related); too little content for anything else."""
     if not _short_pair(a, b, settings):
         return Check(False, score, "short")
-    spans = classify(a, b, common)
+    spans = classify(a, b, common, clauses)
     changes = sorted({s.kind for s in spans} & settings.meaning_classes)
     if changes:
         return Check(False, score, ",".join(changes))
@@ -204,15 +205,16 @@ def _very_short(a: str, b: str, score: float, settings: VerifySettings,
 
 
 def verify(a: str, b: str, settings: VerifySettings, measured: Measured | None = None,
-           common: Sequence[bool] | None = None) -> Check:
+           common: Sequence[bool] | None = None, clauses: Clauses = ()) -> Check:
     """Decide whether normalized text `b` is a near duplicate of normalized text `a`;
     `measured` is their `similarity` when the caller has it already, `common` which characters
-    of `b` the stream repeats (`commonness.Commonness`)."""
+    of `b` the stream repeats (`commonness.Commonness`), `clauses` where b's clauses end
+    (`normalize.Normalizer.with_clauses`)."""
     if a == b:
         return Check(True, 1.0)
     score, how, _ = measured or similarity(a, b, settings)
     if min(len(a), len(b)) < settings.min_chars:
-        return _very_short(a, b, score, settings, common)
+        return _very_short(a, b, score, settings, common, clauses)
     excerpt = settings.min_excerpt_chars <= len(b) < len(a)  # the later text taken from inside
     if how == "contained" and not excerpt:
         return Check(False, score, "contained" if settings.related_contained else None)
@@ -220,12 +222,12 @@ def verify(a: str, b: str, settings: VerifySettings, measured: Measured | None =
     if not how and _few_substitutions(a, b):
         how = "substitution"  # a short text with a typo or two loses too many bigrams
     elif not how and _short_pair(a, b, settings):
-        spans = classify(a, b, common)
+        spans = classify(a, b, common, clauses)
         if 1 - unexplained(a, b, spans) / min(len(a), len(b)) >= settings.min_aligned:
             how = "aligned"  # a short copy: what differs is explained, bigrams are too few
     if not how:
         return Check(False, score)
-    spans = spans if spans is not None else classify(a, b, common)
+    spans = spans if spans is not None else classify(a, b, common, clauses)
     changes = sorted({s.kind for s in spans} & settings.meaning_classes)
     if changes:
         return Check(False, score, ",".join(changes))

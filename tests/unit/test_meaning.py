@@ -114,3 +114,35 @@ def test_opcodes_are_difflibs(monkeypatch: pytest.MonkeyPatch) -> None:
     got = [meaning.opcodes(a, b) for a, b in pairs]
     monkeypatch.setattr(meaning, "SequenceMatcher", difflib.SequenceMatcher)
     assert got == [meaning.opcodes(a, b) for a, b in pairs]
+
+
+def clause_kinds(first: str, second: str) -> set[str]:
+    """The span classes with the later text's clause ends known, as the engine reads them."""
+    (a, b), (_, clauses) = NORM.with_clauses([first, second])
+    return {span.kind for span in classify(a, b, None, clauses)}
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("好评，谢谢", "谢谢，好评"),
+        ("发货很快，质量好", "质量好，发货很快"),
+        ("物流快，好评，包装结实", "包装结实，物流快，好评"),
+        ("物流快，好评，包装结实，满意", "好评，物流快，包装结实，满意了"),  # and a particle added
+    ],
+)
+def test_a_moved_clause_is_a_reorder(first: str, second: str) -> None:
+    assert clause_kinds(first, second) <= {"reorder", "noise", "material"}
+    assert "reorder" in clause_kinds(first, second)
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("中国队击败了日本队", "日本队击败了中国队"),
+        ("太阳队总决赛赢了雄鹿队，比分一百比九十", "雄鹿队总决赛赢了太阳队，比分一百比九十"),
+        ("比分一百比九十，太阳队赢了雄鹿队", "比分一百比九十，雄鹿队赢了太阳队"),
+    ],
+)
+def test_words_trading_places_inside_a_clause_stay_a_swap(first: str, second: str) -> None:
+    assert "swap" in clause_kinds(first, second)
