@@ -87,6 +87,9 @@ _PERSON_TAGS = frozenset({"nr", "nrfg", "nrt"})
 _FUNCTION_TAGS = frozenset({"u", "uj", "ul", "uz", "ug", "uv", "ud", "y", "e", "o", "zg", "x"})
 # Approximations between a number and its unit: 三百多克, 十几天, 五十余人, 二十来岁.
 _APPROXIMATE = frozenset("多余几来")
+# Words of quantity that take a measure word as a numeral does: several, half, many (好多天,
+# 那么多个月), a few (数月).
+_QUANTITY = frozenset("几半多数")
 _MEASURE_TAGS = frozenset({"q", "m"})  # jieba's measure words and numeral-like units (克, 吨)
 # Changes that a copy with keyboard noise elsewhere (a character replaced, put in or dropped where
 # no word, sound, shape or form explains it) makes by chance as well: a slip that happens to make
@@ -282,6 +285,8 @@ def _replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Le
         return "date"  # one time word for another (今天/昨天)
     word_a_real = len(word_a) > 1 and lex.is_word(word_a)
     word_b_real = len(word_b) > 1 and lex.is_word(word_b)
+    if _addressed(a, i1, i2, lex) or _addressed(b, j1, j2, lex):
+        return "entity"  # another person addressed: 老马 / 老钱, 小张 / 小戴
     if (word_a_real and len(word_a) > len(part_a) and not word_b_real
             and len(part_b) <= _TYPO_MAX):
         return "typo"  # the earlier text's word is broken by a slip, and no word took its place
@@ -289,8 +294,8 @@ def _replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Le
         return "negation"
     name_a, name_b = lex.tagged(words_a, _ENTITY_TAGS), lex.tagged(words_b, _ENTITY_TAGS)
     whole = min(len(part_a), len(part_b)) >= 2  # typos replace a character, not a word
-    if (name_a and name_b) or (whole and ((name_a and word_b_real) or (name_b and word_a_real))):
-        return "entity"  # a name replaced by another name, or by another word
+    if (name_a and name_b) or (whole and (name_a or (name_b and word_a_real))):
+        return "entity"  # a name replaced by another name, or whole by another word or name
     if (_maybe_person(part_a, lex) or _maybe_person(part_b, lex)) and _person_at(
             a, i1, i2, lex) and _person_at(b, j1, j2, lex) and not lex.synonyms(part_a, part_b):
         return "entity"  # another speaker or subject: 我 / 他, 我 / 陈鹏, 曹劲松 / 付劲松
@@ -299,7 +304,19 @@ def _replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Le
     if pairs:
         synonyms = any(lex.synonyms(x, y) or lex.regional(x, y) for x, y in pairs)
         return "synonym" if synonyms else "word"
+    if not word_a_real and j2 < len(b) and _word_put_in(b, j1, j2, lex):
+        return "word"  # a word where the earlier text has none, and no slip's evidence
     return "noise" if max(len(part_a), len(part_b)) <= _TYPO_MAX else "edit"
+
+
+def _word_put_in(text: str, start: int, end: int, lex: Lexicon) -> bool:
+    """Whether text[start:end], replacing a part of the earlier text that no word covers (a
+    slip's non-word: 腹杂), is itself a whole common dictionary word read as one in place (沉重):
+    a word the earlier text does not have. Keyboard noise breaks words; that it makes a whole
+    common word of what it replaces is too rare to assume. (At the end a cut text's marker takes
+    the place of what it cut: 马上就好了 / 马…全文.)"""
+    part = text[start:end]
+    return len(part) > 1 and lex.is_common(part) and _cut_as_word(text, start, end, lex)
 
 
 def _word_pairs(a: str, b: str, span: tuple[str, int, int, int, int],
@@ -347,26 +364,46 @@ def _cut_as_word(text: str, start: int, end: int, lex: Lexicon) -> bool:
     return False
 
 
-def _adds_content(part: str, earlier: str, common: Sequence[bool], lex: Lexicon) -> bool:
+def _adds_content(part: str, earlier: str, common: Sequence[bool], lex: Lexicon,
+                  continued: bool = False) -> bool:
     """Whether `part`, added at an edge of the earlier text, is a clause of new content rather
     than decoration: at least half as long as the earlier text in characters of its own (in none
     of the earlier text's bigrams, and not `common`: boilerplate the stream repeats, such as a
     stock comment or lead-in), and carrying a content word. Repost comments, sign-offs and
     source lines are short against what they wrap, or said by many messages; an answer or a
     question added to a short stock reply is neither. Content: any word but particles, modal
-    words and interjections (哈哈哈哈 adds nothing)."""
+    words and interjections (哈哈哈哈 adds nothing). A sentence `continued`, the earlier text
+    closed by a clause mark and one more clause after it, says more with less: a third of the
+    earlier text, more characters than a typo changes (好的呢不客气的哦，还有别的券吗)."""
     own = sum(o and not c for o, c in zip(_own(part, earlier), common, strict=True))
-    return own >= max(_MATERIAL_MIN, len(earlier) / 2) and any(
-        tag not in _FUNCTION_TAGS for _, tag in lex.tagged_words(part))
+    least = max(_TYPO_MAX + 1, len(earlier) / 3) if continued else max(
+        _MATERIAL_MIN, len(earlier) / 2)
+    return own >= least and any(tag not in _FUNCTION_TAGS for _, tag in lex.tagged_words(part))
 
 
 def _person(part: str, lex: Lexicon) -> bool:
     """Whether `part` names a person: a personal pronoun, a person's name as the tagger reads
     the part on its own, or a surname alone or after 小/老 (彭, 小史, 老黎) by the dictionary."""
-    if part in _PRONOUNS or any(tag in _PERSON_TAGS for _, tag in lex.tagged_words(part)):
+    if part in _PRONOUNS or _address(part, lex) or any(
+            tag in _PERSON_TAGS for _, tag in lex.tagged_words(part)):
         return True
     return (len(part) == 1 or (len(part) == 2 and part[0] in "小老")) and lex.tags.get(
         part[-1]) in _PERSON_TAGS
+
+
+def _address(word: str, lex: Lexicon) -> bool:
+    """Whether `word` is 老 or 小 and a surname (`Lexicon.surnames`) that the dictionary does not
+    make a common word of another kind with it (老师, 小心, 老马 "old horse" are words): how
+    Chinese addresses a person (老钱, 小戴), a productive form the dictionary cannot list."""
+    return (len(word) == 2 and word[0] in "老小" and word[1] in lex.surnames
+            and (lex.tags.get(word) in _PERSON_TAGS or not lex.is_common(word)))
+
+
+def _addressed(text: str, start: int, end: int, lex: Lexicon) -> bool:
+    """Whether text[start:end] is the one character after 老 or 小 of a person's address, in no
+    longer word (小王子 is a title)."""
+    return (end - start == 1 and start > 0 and _address(text[start - 1 : end], lex)
+            and len(lex.word_at(text, start - 1, end)) <= 2)
 
 
 def _maybe_person(part: str, lex: Lexicon) -> bool:
@@ -395,12 +432,14 @@ def _inserted_content(part: str, lex: Lexicon) -> bool:
 
 def _unit_after_number(text: str, start: int, end: int, lex: Lexicon) -> bool:
     """Whether text[start:end] is (part of) a unit right after a number: after a numeral, or an
-    approximation after one (三百多, 十几), a measure word or a time unit (克 / 公斤, 天 / 个月,
-    米 / 厘米, 小时 / 秒): the number's unit or magnitude."""
+    approximation after one (三百多, 十几), or a word of quantity that stands for a number (半天,
+    几天, 那么多天, 数月), a measure word or a time unit (克 / 公斤, 天 / 个月, 米 / 厘米, 小时 /
+    秒): the number's unit or magnitude."""
     at = start - 1
     if at >= 1 and text[at] in _APPROXIMATE and text[at - 1] in numerals.NUMERAL_CHARS:
         at -= 1
-    if at < 0 or start == end or not (text[at] in numerals.NUMERAL_CHARS or text[at] == "几"):
+    if at < 0 or start == end or not (text[at] in numerals.NUMERAL_CHARS
+                                      or text[at] in _QUANTITY):
         return False
     part = text[start:end]
     words = (part, part[0], lex.word_at(text, start, end))
@@ -413,7 +452,7 @@ def _unit_changed(a: str, b: str, span: tuple[str, int, int, int, int], lex: Lex
 
 
 def _added_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Lexicon,
-                common: Sequence[bool] | None) -> str:
+                common: Sequence[bool] | None, clauses: Clauses = ()) -> str:
     """An inserted or deleted span: material at an edge or when long; inside, a digit (or a
     numeral next to another numeral: 二十 / 十) is a number, a negation a negation, and a content
     word inserted (a name, a noun, a verb) adds to what the text says."""
@@ -421,8 +460,10 @@ def _added_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Lexic
     text, start, end = (b, j1, j2) if op == "insert" else (a, i1, i2)
     part = text[start:end]
     edge = start == 0 or end == len(text)
+    # b closes a clause where the earlier text ends, and goes on
+    continued = op == "insert" and end == len(text) and start in clauses
     if edge and op == "insert" and common is not None and _adds_content(
-            part, a, common[start:end], lex):
+            part, a, common[start:end], lex, continued):
         return "added"  # a clause of new content on a short text (an answer after a reply)
     if edge and not (len(part) == 1 and _is_negation(text, start, end, lex)):
         return "material"
@@ -564,7 +605,7 @@ def classify(a: str, b: str, common: Sequence[bool] | None = None,
     out = []
     for n, span in enumerate(spans):
         kind = moved.get(n) or (_replaced_kind(a, b, span, lex) if span[0] == "replace"
-                                 else _added_kind(a, b, span, lex, common))
+                                 else _added_kind(a, b, span, lex, common, clauses))
         out.append(Span(span[0], span[1], span[2], span[3], span[4], kind))
     if any(s.kind == "noise" for s in out):
         out = [Span(s.op, s.i1, s.i2, s.j1, s.j2, "noise") if s.kind in _NOISY else s for s in out]
