@@ -146,3 +146,40 @@ def test_a_moved_clause_is_a_reorder(first: str, second: str) -> None:
 )
 def test_words_trading_places_inside_a_clause_stay_a_swap(first: str, second: str) -> None:
     assert "swap" in clause_kinds(first, second)
+
+
+def stream_kinds(first: str, second: str) -> list[tuple[str, str, str]]:
+    """(taken out, put in, class) of each span, the later text's clause ends known and none of
+    its characters boilerplate."""
+    (a, b), (_, clauses) = NORM.with_clauses([first, second])
+    return [(a[s.i1:s.i2], b[s.j1:s.j2], s.kind)
+            for s in classify(a, b, [False] * len(b), clauses)]
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "expected"),
+    [
+        # a clause after a stock reply's clause end: a third of the reply is enough
+        ("好的呢不客气的哦", "好的呢不客气的哦，还有别的券吗", "added"),
+        ("亲亲价格是最低价了呢", "亲亲价格是最低价了呢，不喜欢44的", "added"),
+        ("亲亲价格是最低价了呢", "亲亲价格是最低价了呢不喜欢44的", "material"),  # no clause end
+        # a whole common word where the earlier text has a slip's non-word
+        ("客官可以带一份这个哦可以腹杂使用优惠券呢", "客官可以带一份这个哦可以沉重使用优惠券呢", "word"),
+        ("港资银航股走低", "港资内阁股走低", "word"),
+        ("门卡插进去马上就好了", "门卡插进去马…全文", "edit"),  # a cut text's marker, benign
+        # a unit after a word of quantity
+        ("我跟你说话找半天", "我跟你说话找半周", "unit"),
+        ("什么物流啊都那么多天了", "什么物流啊都那么多个月了", "unit"),
+        # a person addressed by surname
+        ("西媒：老钱+大罗=梅西", "西媒：老范+大罗=梅西", "entity"),
+        ("西媒：老马+大罗=梅西", "西媒：老钱+大罗=梅西", "entity"),
+        ("我帮您申请下哦", "小戴帮您申请下哦", "entity"),
+        ("歌手将开个唱献礼祖国", "歌手将开个唱献礼老戴的祖国", "inserted"),
+        # ... not a slip after 小 or 老 that makes no address, nor one inside a longer word
+        ("开个发票半小时", "开个发票半小形", "typo"),
+        ("我可以像小王子一样怀着", "我可以像小素子一样怀着", "noise"),
+        ("还是老宾馆好", "还是老机馆好", "typo"),
+    ],
+)
+def test_evidence_of_new_content(first: str, second: str, expected: str) -> None:
+    assert [kind for _, _, kind in stream_kinds(first, second)] == [expected]
