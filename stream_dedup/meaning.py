@@ -687,11 +687,12 @@ def added_passage(a: str, b: str, spans: list[Span], min_chars: int) -> Span | N
     inside the earlier text `a`: shared text on both sides (not an edge, where wrappers, lead-ins,
     comments and source lines go), more characters of b's own than a typo changes, and at least
     `min_chars` own characters taken out and put in together (a clause inserted, a phrase
-    rewritten). None when there is no such span."""
+    rewritten; not a span explained as the same words: a number written another way,
+    一百六十八 for 168). None when there is no such span."""
     ends = [0] + [s.i2 for s in spans]
     starts = [s.i1 for s in spans] + [len(a)]
     inside = [s for n, s in enumerate(spans)
-              if not (s.changes_meaning or s.kind in ("reorder", "swap"))
+              if not (s.changes_meaning or s.kind in ("reorder", "swap") or s.kind in _EXPLAINED)
               and s.j2 - s.j1 > _TYPO_MAX and min(s.i1 - ends[n], starts[n + 1] - s.i2) >= _INSIDE]
     if not inside:
         return None
