@@ -287,6 +287,12 @@ def _replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Le
     word_b_real = len(word_b) > 1 and lex.is_word(word_b)
     if _addressed(a, i1, i2, lex) or _addressed(b, j1, j2, lex):
         return "entity"  # another person addressed: 老马 / 老钱, 小张 / 小戴
+    if (_maybe_person(part_a, lex) or _maybe_person(part_b, lex)) and _person_at(
+            a, i1, i2, lex) and _person_at(b, j1, j2, lex) and not lex.synonyms(part_a, part_b):
+        return "entity"  # another speaker or subject: 我 / 他, 你 / 胡娟, 曹劲松 / 付劲松
+    if (part_a in _PRONOUNS and part_b in lex.surnames) or (
+            part_b in _PRONOUNS and part_a in lex.surnames):
+        return "entity"  # a pronoun for a surname, the subject named: 我这边 / 韩这边
     if (word_a_real and len(word_a) > len(part_a) and not word_b_real
             and len(part_b) <= _TYPO_MAX):
         return "typo"  # the earlier text's word is broken by a slip, and no word took its place
@@ -296,9 +302,6 @@ def _replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Le
     whole = min(len(part_a), len(part_b)) >= 2  # typos replace a character, not a word
     if (name_a and name_b) or (whole and (name_a or (name_b and word_a_real))):
         return "entity"  # a name replaced by another name, or whole by another word or name
-    if (_maybe_person(part_a, lex) or _maybe_person(part_b, lex)) and _person_at(
-            a, i1, i2, lex) and _person_at(b, j1, j2, lex) and not lex.synonyms(part_a, part_b):
-        return "entity"  # another speaker or subject: 我 / 他, 我 / 陈鹏, 曹劲松 / 付劲松
     if min(len(part_a), len(part_b)) >= 2 and lex.names_at(a, i1, i2) and lex.names_at(b, j1, j2):
         return "entity"  # names the dictionary lacks, recognised by jieba's tagger
     if pairs:
@@ -383,12 +386,12 @@ def _adds_content(part: str, earlier: str, common: Sequence[bool], lex: Lexicon,
 
 def _person(part: str, lex: Lexicon) -> bool:
     """Whether `part` names a person: a personal pronoun, a person's name as the tagger reads
-    the part on its own, or a surname alone or after 小/老 (彭, 小史, 老黎) by the dictionary."""
+    the part on its own, a surname alone by the dictionary (彭) or in an address (小史, 老黎:
+    `_address`)."""
     if part in _PRONOUNS or _address(part, lex) or any(
             tag in _PERSON_TAGS for _, tag in lex.tagged_words(part)):
         return True
-    return (len(part) == 1 or (len(part) == 2 and part[0] in "小老")) and lex.tags.get(
-        part[-1]) in _PERSON_TAGS
+    return len(part) == 1 and lex.tags.get(part) in _PERSON_TAGS
 
 
 def _address(word: str, lex: Lexicon) -> bool:
@@ -427,7 +430,7 @@ def _inserted_content(part: str, lex: Lexicon) -> bool:
         return True
     head = part[:-1]
     return part.endswith("的") and bool(head) and (
-        _person(head, lex) or lex.tags.get(head, "")[:1] in ("n", "a", "v"))
+        _person(head, lex) or head in lex.surnames or lex.tags.get(head, "")[:1] in ("n", "a", "v"))
 
 
 def _unit_after_number(text: str, start: int, end: int, lex: Lexicon) -> bool:

@@ -175,6 +175,10 @@ def stream_kinds(first: str, second: str) -> list[tuple[str, str, str]]:
         ("西媒：老马+大罗=梅西", "西媒：老钱+大罗=梅西", "entity"),
         ("我帮您申请下哦", "小戴帮您申请下哦", "entity"),
         ("歌手将开个唱献礼祖国", "歌手将开个唱献礼老戴的祖国", "inserted"),
+        ("我这边是明后天发货", "韩这边是明后天发货", "entity"),  # a pronoun for a surname
+        ("你们老板手机号多少呢", "孙老板手机号多少呢", "entity"),
+        ("你好像邮寄错了", "胡娟好像邮寄错了", "entity"),  # not a broken 你好
+        ("大涨小回格局", "大涨小回许的格局", "inserted"),  # a surname's possession
         # ... not a slip after 小 or 老 that makes no address, nor one inside a longer word
         ("开个发票半小时", "开个发票半小形", "typo"),
         ("我可以像小王子一样怀着", "我可以像小素子一样怀着", "noise"),
