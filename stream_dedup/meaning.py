@@ -159,6 +159,10 @@ def _has_numeral(text: str) -> bool:
     return any(c in _NUMERALS for c in text)
 
 
+def _numerals_only(*parts: str) -> bool:
+    return all(part and all(c in _NUMERALS for c in part) for part in parts)
+
+
 def _moved(a: str, b: str, spans: list[tuple[str, int, int, int, int]],
            lex: Lexicon, clauses: Clauses = ()) -> dict[int, str]:
     """Indexes of spans that are text moved elsewhere: 'swap' when two words trade places,
@@ -264,8 +268,8 @@ def _replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Le
     part_a, part_b = a[i1:i2], b[j1:j2]
     if _same_value(a, b, span):
         return "form"  # a number written another way (4000 / 四千 / 4千)
-    if _has_digit(part_a) and _has_digit(part_b):
-        return _number_kind(a, b, span, lex)
+    if (_has_digit(part_a) and _has_digit(part_b)) or _numerals_only(part_a, part_b):
+        return _number_kind(a, b, span, lex)  # a number for another, however long its words
     if max(len(part_a), len(part_b)) >= _MATERIAL_MIN:  # a rewritten or cut passage
         return "material" if i1 == 0 or i2 == len(a) or j1 == 0 or j2 == len(b) else "edit"
     if (_has_numeral(part_a) and _has_numeral(part_b)) or _has_digit(part_a + part_b):

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import numerals
 from .config import VerifySettings
 from .jit import compiled
 from .meaning import added_passage, classify, decoration_only, unexplained
@@ -188,6 +189,14 @@ def _short_pair(a: str, b: str, settings: VerifySettings) -> bool:
     return 2 * len(set(a) & set(b)) >= len(set(shorter))
 
 
+def _similar_in_digits(a: str, b: str, settings: VerifySettings) -> bool:
+    """Whether the pair is similar enough once every number written in numeral words is
+    written in digits: a number's form is not a difference (the meaning check reads its value),
+    yet 两百四十五 for 245 replaces two bigrams with six."""
+    x, y = numerals.in_digits(a), numerals.in_digits(b)
+    return (x != a or y != b) and similarity(x, y, settings)[1] in ("jaccard", "containment")
+
+
 def _very_short(a: str, b: str, score: float, settings: VerifySettings,
                 common: Sequence[bool] | None, clauses: Clauses) -> Check:
     """A pair with a text under `min_chars`: a near copy only when what differs is a slip with
@@ -225,6 +234,8 @@ def verify(a: str, b: str, settings: VerifySettings, measured: Measured | None =
         spans = classify(a, b, common, clauses)
         if 1 - unexplained(a, b, spans) / min(len(a), len(b)) >= settings.min_aligned:
             how = "aligned"  # a short copy: what differs is explained, bigrams are too few
+    if not how and _similar_in_digits(a, b, settings):
+        how = "numbers"  # numbers written in words cost many bigrams (两百四十五 / 245)
     if not how:
         return Check(False, score)
     spans = spans if spans is not None else classify(a, b, common, clauses)
