@@ -189,6 +189,12 @@ def _short_pair(a: str, b: str, settings: VerifySettings) -> bool:
     return 2 * len(set(a) & set(b)) >= len(set(shorter))
 
 
+# Bigram score from which a pair that fails the measures is measured again in digits: a number's
+# words take a few of a text's bigrams, not half of them (and most candidates that fail share
+# less: the regex then never runs).
+_SHARED_FOR_DIGITS = 0.5
+
+
 def _similar_in_digits(a: str, b: str, settings: VerifySettings) -> bool:
     """Whether the pair is similar enough once every number written in numeral words is
     written in digits: a number's form is not a difference (the meaning check reads its value),
@@ -234,7 +240,7 @@ def verify(a: str, b: str, settings: VerifySettings, measured: Measured | None =
         spans = classify(a, b, common, clauses)
         if 1 - unexplained(a, b, spans) / min(len(a), len(b)) >= settings.min_aligned:
             how = "aligned"  # a short copy: what differs is explained, bigrams are too few
-    if not how and _similar_in_digits(a, b, settings):
+    if not how and score >= _SHARED_FOR_DIGITS and _similar_in_digits(a, b, settings):
         how = "numbers"  # numbers written in words cost many bigrams (两百四十五 / 245)
     if not how:
         return Check(False, score)
