@@ -219,7 +219,7 @@ def _content_and_clauses(table: npt.NDArray[np.bool_], text: str,
     texts of `text` end in the result: offsets into each text, each strictly inside it (an edge
     ends a clause anyway), a run of marks one end. Array operations over the whole batch (the
     marks are looked for among the few characters the step deletes), then a slice for each text
-    that has any: 0.5 µs a message on the dev stream."""
+    that has any: 0.8 µs a message on the dev stream, a tuple for each text the most of it."""
     codes = _code_points(text)
     kept = _kept(table, codes)
     content = _text(codes[kept])
@@ -229,8 +229,8 @@ def _content_and_clauses(table: npt.NDArray[np.bool_], text: str,
     if not len(marked):
         return content, out
     at = dropped[marked]
-    digits = _DIGIT_TABLE.take(codes, mode="clip")
-    number = digits.take(at - 1, mode="clip") & digits.take(at + 1, mode="clip") & (at > 0)
+    number = (_DIGIT_TABLE.take(codes.take(at - 1, mode="clip"), mode="clip")
+              & _DIGIT_TABLE.take(codes.take(at + 1, mode="clip"), mode="clip") & (at > 0))
     at, marked = at[~number], marked[~number]  # 9.5, 1,000: a number's own mark
     newlines = np.flatnonzero(codes == 10)
     breaks = newlines - np.searchsorted(dropped, newlines)  # where each is in the result
