@@ -39,6 +39,7 @@ by running the segmenter: this runs only on candidate pairs, and must stay cheap
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -570,6 +571,31 @@ def _clauses_rearranged(a: str, b: str, clauses: Clauses) -> bool:
     return at == len(a)
 
 
+def _clause_shuffled(a: str, b: str, clauses: Clauses) -> tuple[str, str] | None:
+    """The first clause of b (by its `clauses` ends) that `a` does not hold as it stands, with
+    the stretch of `a` that has its characters in another order (where the clause stands in b,
+    else the first such): words that traded places inside one clause, which may itself have
+    moved. None when there is no such clause."""
+    if not clauses:
+        return None
+    for start, end in pairwise((0, *clauses, len(b))):
+        piece = b[start:end]
+        if piece in a:
+            continue
+        need, size = Counter(piece), end - start
+        if Counter(a[start:end]) == need:
+            return a[start:end], piece
+        window = Counter(a[:size])
+        for k in range(len(a) - size + 1):
+            if k:
+                window[a[k - 1]] -= 1
+                window[a[k + size - 1]] += 1
+            if window == need:
+                return a[k : k + size], piece
+        return None
+    return None
+
+
 def _reordered(a: str, b: str, spans: list[tuple[str, int, int, int, int]],
                lex: Lexicon, clauses: Clauses = ()) -> str | None:
     """When b has exactly a's characters in another order: "reorder" if b's clauses (by its
@@ -585,6 +611,7 @@ def _reordered(a: str, b: str, spans: list[tuple[str, int, int, int, int]],
         return None
     if _clauses_rearranged(a, b, clauses):
         return "reorder"  # before segmenting: words do not cross a clause end
+    a, b = _clause_shuffled(a, b, clauses) or (a, b)  # judged alone, wherever the clause went
     words_a, words_b = lex.segment(a), lex.segment(b)
     ops = [op for op in SequenceMatcher(None, words_a, words_b, autojunk=False).get_opcodes()
            if op[0] != "equal"]

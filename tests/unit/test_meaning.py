@@ -142,6 +142,7 @@ def test_a_moved_clause_is_a_reorder(first: str, second: str) -> None:
         ("中国队击败了日本队", "日本队击败了中国队"),
         ("太阳队总决赛赢了雄鹿队，比分一百比九十", "雄鹿队总决赛赢了太阳队，比分一百比九十"),
         ("比分一百比九十，太阳队赢了雄鹿队", "比分一百比九十，雄鹿队赢了太阳队"),
+        ("太阳队赢了雄鹿队，比分一百比九十", "比分一百比九十，雄鹿队赢了太阳队"),  # and it moved
     ],
 )
 def test_words_trading_places_inside_a_clause_stay_a_swap(first: str, second: str) -> None:
