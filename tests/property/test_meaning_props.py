@@ -22,3 +22,15 @@ def test_clauses_moved_are_a_reorder(orders: tuple[list[str], list[str]], mark: 
     first, second = (mark.join(order) for order in orders)
     (a, b), (_, clauses) = NORMALIZER.with_clauses([first, second])
     assert {span.kind for span in classify(a, b, None, clauses)} <= {"reorder"}
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(CLAUSES[:-2]), min_size=1, max_size=4, unique=True).flatmap(
+    lambda cs: st.tuples(st.just(["中国队击败了日本队", *cs]),
+                         st.permutations(["日本队击败了中国队", *cs]))),
+    st.sampled_from(["，", "。", "！"]))
+def test_words_traded_inside_a_clause_are_a_swap_wherever_it_went(
+        orders: tuple[list[str], list[str]], mark: str) -> None:
+    first, second = (mark.join(order) for order in orders)
+    (a, b), (_, clauses) = NORMALIZER.with_clauses([first, second])
+    assert "swap" in {span.kind for span in classify(a, b, None, clauses)}
