@@ -43,7 +43,7 @@ def _topology(messages: Sequence[Message], settings: Settings, shards: int, join
                 probes[partition_of(probe.shard_key, shards)].append(probe)
             m = p.message
             o = Original(m.id, m.timestamp_ms, p.text, p.fp, len(p.probes), p.anchors, "in", 1,
-                         9, m.timestamp_ms, None, b"{}", ())
+                         9, m.timestamp_ms, None, b"{}", (), p.clauses)
             originals[partition_of(o.message_id.encode(), joins)].append(o)
         for part, items in probes.items():
             for a in index[part].answer(items):

@@ -222,7 +222,7 @@ def cmd_check(args: argparse.Namespace, settings: Settings) -> int:
 
     settings = replace(settings, state=replace(settings.state, backend="memory"))
     norm = Normalizer(settings.normalize)
-    a, b = (norm.normalize(t) for t in (args.first, args.second))
+    (a, b), (_, clauses) = norm.with_clauses([args.first, args.second])
     fps = simhash(Batch.of([a, b]), settings.fingerprint.ngram)
     engine = Engine(settings, open_store("memory", "", TABLES))
     verdict = engine.process([Message("first", args.first, 0), Message("second", args.second, 1)])
@@ -230,7 +230,7 @@ def cmd_check(args: argparse.Namespace, settings: Settings) -> int:
     for label, text, fp in zip(("first", "second"), (a, b), fps, strict=True):
         print(f"{label:>8}: {text}\n{'':>8}  simhash {int(fp):016x}")
     print(f"distance: {int(hamming(fps[0], fps[1]))} bits, similarity: {score:.3f}")
-    spans = classify(a, b) if a != b else []
+    spans = classify(a, b, None, clauses) if a != b else []
     if spans:
         print("   spans:")
     for span in spans:

@@ -43,7 +43,7 @@ from .expiry import expire
 from .features import features
 from .index.layout import make_layout
 from .index.probe import AnchorQuery, BatchProbe
-from .normalize import Normalizer
+from .normalize import Clauses, Normalized, Normalizer
 from .snapshots import Snapshots
 from .stored import TABLES, Doc, encode_doc, seq_key, ttl_key
 from .strategies import make_strategy
@@ -98,6 +98,7 @@ class _Pending:
 
     msg: Message
     text: str = ""
+    clauses: Clauses = ()  # where the normalized text's clauses end
     hash: int = 0
     seq: int = 0
     verdict: Verdict | None = None
@@ -142,9 +143,10 @@ class Engine(Snapshots):
         self.checkpoint()
         self.store.close()
 
-    def normalize(self, texts: Sequence[str]) -> list[str]:
-        """The texts as the engine compares them (what `process` takes as `normalized`)."""
-        return self._normalizer.normalize_batch(texts)
+    def normalize(self, texts: Sequence[str]) -> Normalized:
+        """The texts as the engine compares them, with where their clauses end (what `process`
+        takes as `normalized`)."""
+        return self._normalizer.with_clauses(texts)
 
     def stored_messages(self) -> int:
         """Messages in the state: one TTL key each (the engine writes one per stored message)."""
@@ -153,9 +155,10 @@ class Engine(Snapshots):
     # -- the batch ------------------------------------------------------------------------
 
     def process(self, messages: Sequence[Message],
-                normalized: Sequence[str] | None = None) -> list[Verdict]:
+                normalized: Normalized | None = None) -> list[Verdict]:
         """Decide a batch, in order, and make the decisions durable before returning them.
-        `normalized`: the messages' texts as `Normalizer(settings.normalize)` makes them, when
+        `normalized`: the messages' texts as `Normalizer(settings.normalize)` makes them
+        (`with_clauses`), when
         the caller made them already (the engine process's parent does, on its own core)."""
         if not messages:
             return []
@@ -163,7 +166,7 @@ class Engine(Snapshots):
             return self._process(messages, normalized)
 
     def _process(self, messages: Sequence[Message],
-                 normalized: Sequence[str] | None) -> list[Verdict]:
+                 normalized: Normalized | None) -> list[Verdict]:
         clock = time.perf_counter
         seconds = self.stats.stage_seconds
         t0 = clock()
@@ -173,13 +176,14 @@ class Engine(Snapshots):
         if normalized is None:
             pending = [_Pending(m) for m in messages]
         else:
-            pending = [_Pending(m, t) for m, t in zip(messages, normalized, strict=True)]
+            pending = [_Pending(m, t, c) for m, t, c in zip(messages, *normalized, strict=True)]
         fresh, repeats = self._replay(pending)
         t1 = clock()
         seconds["write"] += t1 - t0
         if normalized is None:
-            for p, text in zip(fresh, self.normalize([p.msg.text for p in fresh]), strict=True):
-                p.text = text
+            for p, text, clauses in zip(fresh, *self.normalize([p.msg.text for p in fresh]),
+                                        strict=True):
+                p.text, p.clauses = text, clauses
         t2 = clock()
         seconds["normalize"] += t2 - t1
         near = self._exact_stage(fresh)
@@ -343,7 +347,8 @@ class Engine(Snapshots):
                 for seq, dist in cands:
                     text, ident, fp = entries[seq]
                     ranked.append(Candidate(ident, text, fp, dist, next(measured)))
-                p.verdict = closest_verdict(p.msg.id, p.text, p.fp, ranked, vs, common)
+                p.verdict = closest_verdict(p.msg.id, p.text, p.fp, ranked, vs, common,
+                                            p.clauses)
                 source = source_seq(p.verdict, ranked, [seq for seq, _ in cands])
             if sketch is not None:  # in order: the next message sees it
                 sketch.learn(grams[p.seq], None if source is None else grams[source])

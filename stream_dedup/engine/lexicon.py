@@ -4,7 +4,8 @@ Each is a maintained resource, not a list written here, and each answers one que
 differing span:
 
 - words and their parts of speech: jieba's dictionary (frequencies and tags), and its tagger for
-  names the dictionary lacks;
+  names the dictionary lacks; the characters that most often begin a person's name in the
+  tagger's model (its HMM, learnt from the People's Daily corpus): the common surnames;
 - pronunciation: pypinyin, every reading of a character (heteronyms: 行 is xing and hang), so a
   same-sound typo of a polyphonic character is recognised under any of its readings;
 - shape: groups of similar-looking characters (pycorrector's `same_stroke.txt`, shipped in
@@ -30,6 +31,10 @@ from pathlib import Path
 _DATA = Path(__file__).parents[1] / "data"
 _COMMON = 20  # jieba corpus count from which an entry is a common word (实惠 294, 离谱 51)
 _CACHED_CUT = 64  # characters: texts up to this long keep their segmentation (bounded memory)
+# How many of the characters likeliest to begin a person's name (jieba's tagger model) are taken
+# for surnames: the first 250 hold the common ones (李 王 张 … 戴 汤 许), the next ones more and
+# more characters that only happen to begin names (包, 清, 时).
+_NAME_INITIALS = 250
 # OpenCC configurations whose results are simplified: the variant forms of a character that
 # feeds write (traditional, Taiwan and Hong Kong standards) fold to the mainland one.
 _TO_SIMPLIFIED = ("t2s", "tw2s", "hk2s")
@@ -59,6 +64,8 @@ class Lexicon:
         jieba.initialize()
         self.freq = jieba.dt.FREQ
         self.tags = jieba.posseg.dt.word_tag_tab
+        begins = jieba.posseg.prob_emit.P[("B", "nr")]  # log P(character | a name begins)
+        self.surnames = frozenset(sorted(begins, key=begins.__getitem__)[-_NAME_INITIALS:])
         self._posseg = jieba.posseg.lcut
         self._cut = jieba.lcut
         self._pinyin = pinyin

@@ -7,7 +7,9 @@ n-gram similarity cannot tell these apart (a changed number is one bigram), so t
 texts are aligned and every span that differs is classified, in this order:
 
 1. spans that move: the same text deleted in one place and inserted in another is a `reorder`
-   of clauses; two short words that trade places are a `swap` ("A beat B" / "B beat A");
+   of clauses (whole clauses of the later text, by where normalization saw its clauses end,
+   whatever their length); two short words that trade places are a `swap` ("A beat B" /
+   "B beat A");
 2. numbers first: a number written another way (4000 / 四千 / 4千) is a `form`, one whose value
    changes a `number` (a `date` with a date unit or a weekday);
 3. material added or cut at either edge, or a long span inside (a dropped sentence): `material`;
@@ -37,14 +39,17 @@ by running the segmenter: this runs only on candidate pairs, and must stay cheap
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 # difflib's SequenceMatcher compiled (same algorithm, same opcodes), 2-4x faster on our pairs.
 from cydifflib import SequenceMatcher
 
 from . import numerals
 from .lexicon import ENTITY_TAGS, Lexicon, lexicon, longest
+from .normalize import Clauses
 
 MEANING_CLASSES = ("number", "unit", "date", "entity", "negation", "antonym", "swap", "word",
                    "inserted", "added")
@@ -83,6 +88,9 @@ _PERSON_TAGS = frozenset({"nr", "nrfg", "nrt"})
 _FUNCTION_TAGS = frozenset({"u", "uj", "ul", "uz", "ug", "uv", "ud", "y", "e", "o", "zg", "x"})
 # Approximations between a number and its unit: 三百多克, 十几天, 五十余人, 二十来岁.
 _APPROXIMATE = frozenset("多余几来")
+# Words of quantity that take a measure word as a numeral does: several, half, many (好多天,
+# 那么多个月), a few (数月).
+_QUANTITY = frozenset("几半多数")
 _MEASURE_TAGS = frozenset({"q", "m"})  # jieba's measure words and numeral-like units (克, 吨)
 # Changes that a copy with keyboard noise elsewhere (a character replaced, put in or dropped where
 # no word, sound, shape or form explains it) makes by chance as well: a slip that happens to make
@@ -153,10 +161,14 @@ def _has_numeral(text: str) -> bool:
     return any(c in _NUMERALS for c in text)
 
 
+def _numerals_only(*parts: str) -> bool:
+    return all(part and all(c in _NUMERALS for c in part) for part in parts)
+
+
 def _moved(a: str, b: str, spans: list[tuple[str, int, int, int, int]],
-           lex: Lexicon) -> dict[int, str]:
+           lex: Lexicon, clauses: Clauses = ()) -> dict[int, str]:
     """Indexes of spans that are text moved elsewhere: 'swap' when two words trade places,
-    'reorder' when one unit (a clause) moved."""
+    'reorder' when one unit (a clause: whole clauses of b by its `clauses`) moved."""
     kinds: dict[int, str] = {}
     for x, (_, xi1, xi2, xj1, xj2) in enumerate(spans):
         for y in range(x + 1, len(spans)):
@@ -170,7 +182,8 @@ def _moved(a: str, b: str, spans: list[tuple[str, int, int, int, int]],
                 # another word (a clause moves past more than a word).
                 jumped = yi1 - xi2 if yi1 >= xi2 else xi1 - yi2
                 crossed = bool(out_x and in_x) or jumped <= _SWAP_MAX - 2
-                kinds[x] = kinds[y] = "swap" if crossed and word else "reorder"
+                whole = _whole_clauses(b, ((xj1, xj2), (yj1, yj2)), clauses)
+                kinds[x] = kinds[y] = "swap" if crossed and word and not whole else "reorder"
     return kinds
 
 
@@ -232,12 +245,6 @@ def _same_value(a: str, b: str, span: tuple[str, int, int, int, int]) -> bool | 
     return x == y
 
 
-def _other_value(part_a: str, part_b: str) -> bool:
-    """Both parts read as numbers, of different values (245 / 两百五十四)."""
-    x, y = numerals.value(part_a), numerals.value(part_b)
-    return x is not None and y is not None and x != y
-
-
 def _evidence_of_typo(part_a: str, part_b: str, lex: Lexicon) -> bool:
     """Positive evidence that a replaced span is a slip of the same word: the same sound under
     some reading of each character, a similar shape, or a variant form."""
@@ -263,8 +270,8 @@ def _replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Le
     part_a, part_b = a[i1:i2], b[j1:j2]
     if _same_value(a, b, span):
         return "form"  # a number written another way (4000 / 四千 / 4千)
-    if (_has_digit(part_a) and _has_digit(part_b)) or _other_value(part_a, part_b):
-        return _number_kind(a, b, span, lex)
+    if (_has_digit(part_a) and _has_digit(part_b)) or _numerals_only(part_a, part_b):
+        return _number_kind(a, b, span, lex)  # a number for another, however long its words
     if max(len(part_a), len(part_b)) >= _MATERIAL_MIN:  # a rewritten or cut passage
         return "material" if i1 == 0 or i2 == len(a) or j1 == 0 or j2 == len(b) else "edit"
     if (_has_numeral(part_a) and _has_numeral(part_b)) or _has_digit(part_a + part_b):
@@ -284,6 +291,14 @@ def _replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Le
         return "date"  # one time word for another (今天/昨天)
     word_a_real = len(word_a) > 1 and lex.is_word(word_a)
     word_b_real = len(word_b) > 1 and lex.is_word(word_b)
+    if _addressed(a, i1, i2, lex) or _addressed(b, j1, j2, lex):
+        return "entity"  # another person addressed: 老马 / 老钱, 小张 / 小戴
+    if (_maybe_person(part_a, lex) or _maybe_person(part_b, lex)) and _person_at(
+            a, i1, i2, lex) and _person_at(b, j1, j2, lex) and not lex.synonyms(part_a, part_b):
+        return "entity"  # another speaker or subject: 我 / 他, 你 / 胡娟, 曹劲松 / 付劲松
+    if (part_a in _PRONOUNS and part_b in lex.surnames) or (
+            part_b in _PRONOUNS and part_a in lex.surnames):
+        return "entity"  # a pronoun for a surname, the subject named: 我这边 / 韩这边
     if (word_a_real and len(word_a) > len(part_a) and not word_b_real
             and len(part_b) <= _TYPO_MAX):
         return "typo"  # the earlier text's word is broken by a slip, and no word took its place
@@ -291,17 +306,26 @@ def _replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Le
         return "negation"
     name_a, name_b = lex.tagged(words_a, _ENTITY_TAGS), lex.tagged(words_b, _ENTITY_TAGS)
     whole = min(len(part_a), len(part_b)) >= 2  # typos replace a character, not a word
-    if (name_a and name_b) or (whole and ((name_a and word_b_real) or (name_b and word_a_real))):
-        return "entity"  # a name replaced by another name, or by another word
-    if (_maybe_person(part_a, lex) or _maybe_person(part_b, lex)) and _person_at(
-            a, i1, i2, lex) and _person_at(b, j1, j2, lex) and not lex.synonyms(part_a, part_b):
-        return "entity"  # another speaker or subject: 我 / 他, 我 / 陈鹏, 曹劲松 / 付劲松
+    if (name_a and name_b) or (whole and (name_a or (name_b and word_a_real))):
+        return "entity"  # a name replaced by another name, or whole by another word or name
     if min(len(part_a), len(part_b)) >= 2 and lex.names_at(a, i1, i2) and lex.names_at(b, j1, j2):
         return "entity"  # names the dictionary lacks, recognised by jieba's tagger
     if pairs:
         synonyms = any(lex.synonyms(x, y) or lex.regional(x, y) for x, y in pairs)
         return "synonym" if synonyms else "word"
+    if not word_a_real and j2 < len(b) and _word_put_in(b, j1, j2, lex):
+        return "word"  # a word where the earlier text has none, and no slip's evidence
     return "noise" if max(len(part_a), len(part_b)) <= _TYPO_MAX else "edit"
+
+
+def _word_put_in(text: str, start: int, end: int, lex: Lexicon) -> bool:
+    """Whether text[start:end], replacing a part of the earlier text that no word covers (a
+    slip's non-word: 腹杂), is itself a whole common dictionary word read as one in place (沉重):
+    a word the earlier text does not have. Keyboard noise breaks words; that it makes a whole
+    common word of what it replaces is too rare to assume. (At the end a cut text's marker takes
+    the place of what it cut: 马上就好了 / 马…全文.)"""
+    part = text[start:end]
+    return len(part) > 1 and lex.is_common(part) and _cut_as_word(text, start, end, lex)
 
 
 def _word_pairs(a: str, b: str, span: tuple[str, int, int, int, int],
@@ -349,26 +373,46 @@ def _cut_as_word(text: str, start: int, end: int, lex: Lexicon) -> bool:
     return False
 
 
-def _adds_content(part: str, earlier: str, common: Sequence[bool], lex: Lexicon) -> bool:
+def _adds_content(part: str, earlier: str, common: Sequence[bool], lex: Lexicon,
+                  continued: bool = False) -> bool:
     """Whether `part`, added at an edge of the earlier text, is a clause of new content rather
     than decoration: at least half as long as the earlier text in characters of its own (in none
     of the earlier text's bigrams, and not `common`: boilerplate the stream repeats, such as a
     stock comment or lead-in), and carrying a content word. Repost comments, sign-offs and
     source lines are short against what they wrap, or said by many messages; an answer or a
     question added to a short stock reply is neither. Content: any word but particles, modal
-    words and interjections (哈哈哈哈 adds nothing)."""
+    words and interjections (哈哈哈哈 adds nothing). A sentence `continued`, the earlier text
+    closed by a clause mark and one more clause after it, says more with less: a third of the
+    earlier text, more characters than a typo changes (好的呢不客气的哦，还有别的券吗)."""
     own = sum(o and not c for o, c in zip(_own(part, earlier), common, strict=True))
-    return own >= max(_MATERIAL_MIN, len(earlier) / 2) and any(
-        tag not in _FUNCTION_TAGS for _, tag in lex.tagged_words(part))
+    least = max(_TYPO_MAX + 1, len(earlier) / 3) if continued else max(
+        _MATERIAL_MIN, len(earlier) / 2)
+    return own >= least and any(tag not in _FUNCTION_TAGS for _, tag in lex.tagged_words(part))
 
 
 def _person(part: str, lex: Lexicon) -> bool:
     """Whether `part` names a person: a personal pronoun, a person's name as the tagger reads
-    the part on its own, or a surname alone or after 小/老 (彭, 小史, 老黎) by the dictionary."""
-    if part in _PRONOUNS or any(tag in _PERSON_TAGS for _, tag in lex.tagged_words(part)):
+    the part on its own, a surname alone by the dictionary (彭) or in an address (小史, 老黎:
+    `_address`)."""
+    if part in _PRONOUNS or _address(part, lex) or any(
+            tag in _PERSON_TAGS for _, tag in lex.tagged_words(part)):
         return True
-    return (len(part) == 1 or (len(part) == 2 and part[0] in "小老")) and lex.tags.get(
-        part[-1]) in _PERSON_TAGS
+    return len(part) == 1 and lex.tags.get(part) in _PERSON_TAGS
+
+
+def _address(word: str, lex: Lexicon) -> bool:
+    """Whether `word` is 老 or 小 and a surname (`Lexicon.surnames`) that the dictionary does not
+    make a common word of another kind with it (老师, 小心, 老马 "old horse" are words): how
+    Chinese addresses a person (老钱, 小戴), a productive form the dictionary cannot list."""
+    return (len(word) == 2 and word[0] in "老小" and word[1] in lex.surnames
+            and (lex.tags.get(word) in _PERSON_TAGS or not lex.is_common(word)))
+
+
+def _addressed(text: str, start: int, end: int, lex: Lexicon) -> bool:
+    """Whether text[start:end] is the one character after 老 or 小 of a person's address, in no
+    longer word (小王子 is a title)."""
+    return (end - start == 1 and start > 0 and _address(text[start - 1 : end], lex)
+            and len(lex.word_at(text, start - 1, end)) <= 2)
 
 
 def _maybe_person(part: str, lex: Lexicon) -> bool:
@@ -392,17 +436,19 @@ def _inserted_content(part: str, lex: Lexicon) -> bool:
         return True
     head = part[:-1]
     return part.endswith("的") and bool(head) and (
-        _person(head, lex) or lex.tags.get(head, "")[:1] in ("n", "a", "v"))
+        _person(head, lex) or head in lex.surnames or lex.tags.get(head, "")[:1] in ("n", "a", "v"))
 
 
 def _unit_after_number(text: str, start: int, end: int, lex: Lexicon) -> bool:
     """Whether text[start:end] is (part of) a unit right after a number: after a numeral, or an
-    approximation after one (三百多, 十几), a measure word or a time unit (克 / 公斤, 天 / 个月,
-    米 / 厘米, 小时 / 秒): the number's unit or magnitude."""
+    approximation after one (三百多, 十几), or a word of quantity that stands for a number (半天,
+    几天, 那么多天, 数月), a measure word or a time unit (克 / 公斤, 天 / 个月, 米 / 厘米, 小时 /
+    秒): the number's unit or magnitude."""
     at = start - 1
     if at >= 1 and text[at] in _APPROXIMATE and text[at - 1] in numerals.NUMERAL_CHARS:
         at -= 1
-    if at < 0 or start == end or not (text[at] in numerals.NUMERAL_CHARS or text[at] == "几"):
+    if at < 0 or start == end or not (text[at] in numerals.NUMERAL_CHARS
+                                      or text[at] in _QUANTITY):
         return False
     part = text[start:end]
     words = (part, part[0], lex.word_at(text, start, end))
@@ -415,7 +461,7 @@ def _unit_changed(a: str, b: str, span: tuple[str, int, int, int, int], lex: Lex
 
 
 def _added_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Lexicon,
-                common: Sequence[bool] | None) -> str:
+                common: Sequence[bool] | None, clauses: Clauses = ()) -> str:
     """An inserted or deleted span: material at an edge or when long; inside, a digit (or a
     numeral next to another numeral: 二十 / 十) is a number, a negation a negation, and a content
     word inserted (a name, a noun, a verb) adds to what the text says."""
@@ -423,8 +469,10 @@ def _added_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Lexic
     text, start, end = (b, j1, j2) if op == "insert" else (a, i1, i2)
     part = text[start:end]
     edge = start == 0 or end == len(text)
+    # b closes a clause where the earlier text ends, and goes on
+    continued = op == "insert" and end == len(text) and start in clauses
     if edge and op == "insert" and common is not None and _adds_content(
-            part, a, common[start:end], lex):
+            part, a, common[start:end], lex, continued):
         return "added"  # a clause of new content on a short text (an answer after a reply)
     if edge and not (len(part) == 1 and _is_negation(text, start, end, lex)):
         return "material"
@@ -497,11 +545,64 @@ def _differ(out: list[str], put: list[str]) -> bool:
     return bool(out) and bool(put) and sorted(out) != sorted(put)
 
 
+def _whole_clauses(b: str, parts: tuple[tuple[int, int], ...], clauses: Clauses) -> bool:
+    """Whether every non-empty b[j1:j2] of `parts` begins and ends where a clause of b does
+    (an edge of b, or one of its `clauses` ends): moved text that is whole clauses."""
+    if not clauses:
+        return False
+    bounds = {0, len(b), *clauses}
+    return all(j1 in bounds and j2 in bounds for j1, j2 in parts if j2 > j1)
+
+
+def _clauses_rearranged(a: str, b: str, clauses: Clauses) -> bool:
+    """Whether `a` is b's clauses (b cut at its `clauses` ends) put together in another order:
+    clauses moved, which says the same. Each step takes the longest clause left that `a`
+    continues with (clauses that are prefixes of one another are rare and short)."""
+    if not clauses:
+        return False
+    bounds = (0, *clauses, len(b))
+    left = sorted((b[s:e] for s, e in pairwise(bounds)), key=len, reverse=True)
+    at = 0
+    while left:
+        piece = next((p for p in left if a.startswith(p, at)), None)
+        if piece is None:
+            return False
+        left.remove(piece)
+        at += len(piece)
+    return at == len(a)
+
+
+def _clause_shuffled(a: str, b: str, clauses: Clauses) -> tuple[str, str] | None:
+    """The first clause of b (by its `clauses` ends) that `a` does not hold as it stands, with
+    the stretch of `a` that has its characters in another order (where the clause stands in b,
+    else the first such): words that traded places inside one clause, which may itself have
+    moved. None when there is no such clause."""
+    if not clauses:
+        return None
+    for start, end in pairwise((0, *clauses, len(b))):
+        piece = b[start:end]
+        if piece in a:
+            continue
+        need, size = Counter(piece), end - start
+        if Counter(a[start:end]) == need:
+            return a[start:end], piece
+        window = Counter(a[:size])
+        for k in range(len(a) - size + 1):
+            if k:
+                window[a[k - 1]] -= 1
+                window[a[k + size - 1]] += 1
+            if window == need:
+                return a[k : k + size], piece
+        return None
+    return None
+
+
 def _reordered(a: str, b: str, spans: list[tuple[str, int, int, int, int]],
-               lex: Lexicon) -> str | None:
-    """When b has exactly a's characters in another order: "swap" if words trade places (a
-    word replaced by another in the word alignment), "reorder" if a run of words (a clause)
-    moved as a whole (only taken out in one place and put in at another)."""
+               lex: Lexicon, clauses: Clauses = ()) -> str | None:
+    """When b has exactly a's characters in another order: "reorder" if b's clauses (by its
+    `clauses` ends) are a's text rearranged; else "swap" if words trade places (a word replaced
+    by another in the word alignment), "reorder" if a run of words (a clause) moved as a whole
+    (only taken out in one place and put in at another)."""
     if len(a) != len(b):
         return None
     # Outside its differing `spans` b is a: it has a's characters exactly when the spans put in
@@ -509,6 +610,9 @@ def _reordered(a: str, b: str, spans: list[tuple[str, int, int, int, int]],
     taken = sorted("".join(a[i1:i2] for _, i1, i2, _, _ in spans))
     if taken != sorted("".join(b[j1:j2] for _, _, _, j1, j2 in spans)):
         return None
+    if _clauses_rearranged(a, b, clauses):
+        return "reorder"  # before segmenting: words do not cross a clause end
+    a, b = _clause_shuffled(a, b, clauses) or (a, b)  # judged alone, wherever the clause went
     words_a, words_b = lex.segment(a), lex.segment(b)
     ops = [op for op in SequenceMatcher(None, words_a, words_b, autojunk=False).get_opcodes()
            if op[0] != "equal"]
@@ -521,20 +625,22 @@ def _reordered(a: str, b: str, spans: list[tuple[str, int, int, int, int]],
     return "reorder"
 
 
-def classify(a: str, b: str, common: Sequence[bool] | None = None) -> list[Span]:
+def classify(a: str, b: str, common: Sequence[bool] | None = None,
+             clauses: Clauses = ()) -> list[Span]:
     """Every span in which normalized text `b` differs from normalized text `a`, classified.
     `common`: which characters of `b` the stream repeats (`commonness`); without it, what is
-    added at an edge is material."""
+    added at an edge is material. `clauses`: where b's clauses end (`Normalizer.with_clauses`);
+    without them a moved clause of a word or two reads as words that trade places."""
     lex = lexicon()
     spans = _contained(a, b) or [op for op in opcodes(a, b) if op[0] != "equal"]
-    order = _reordered(a, b, spans, lex)
+    order = _reordered(a, b, spans, lex, clauses)
     if order:
         return [Span(op[0], op[1], op[2], op[3], op[4], order) for op in spans]
-    moved = _moved(a, b, spans, lex)
+    moved = _moved(a, b, spans, lex, clauses)
     out = []
     for n, span in enumerate(spans):
         kind = moved.get(n) or (_replaced_kind(a, b, span, lex) if span[0] == "replace"
-                                 else _added_kind(a, b, span, lex, common))
+                                 else _added_kind(a, b, span, lex, common, clauses))
         out.append(Span(span[0], span[1], span[2], span[3], span[4], kind))
     if any(s.kind == "noise" for s in out):
         out = [Span(s.op, s.i1, s.i2, s.j1, s.j2, "noise") if s.kind in _NOISY else s for s in out]
@@ -618,7 +724,8 @@ def added_passage(a: str, b: str, spans: list[Span], min_chars: int) -> Span | N
     inside the earlier text `a`: shared text on both sides (not an edge, where wrappers, lead-ins,
     comments and source lines go), more characters of b's own than a typo changes, and at least
     `min_chars` own characters taken out and put in together (a clause inserted, a phrase
-    rewritten). None when there is no such span."""
+    rewritten; not a span explained as the same words: a number written another way,
+    一百六十八 for 168). None when there is no such span."""
     ends = [0] + [s.i2 for s in spans]
     starts = [s.i1 for s in spans] + [len(a)]
     inside = [s for n, s in enumerate(spans)

@@ -4,11 +4,15 @@ such as 3万5千 included)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from functools import cache, lru_cache
 from typing import Any
 
 NUMERAL_CHARS = frozenset("0123456789零〇一二三四五六七八九十百千万亿两")
+# A run of two numerals or more with a numeral word in it (两百四十五, 4千, 十二).
+_WORDED = re.compile(r"[0-9零〇一二三四五六七八九十百千万亿两]*[零〇一二三四五六七八九十百千万亿两]"
+                     r"[0-9零〇一二三四五六七八九十百千万亿两]*")
 
 
 def run_around(text: str, start: int, end: int) -> tuple[int, int]:
@@ -28,6 +32,18 @@ def _reader() -> Callable[[str, str], Any]:
 
     cn2an.cn2an("一", "smart")
     return cn2an.cn2an
+
+
+def in_digits(text: str) -> str:
+    """`text` with every number written with numeral words (两百四十五, 4千) written in digits
+    (245, 4000), when it reads as one whole number: the text as it reads with its numbers in
+    one form."""
+    def digits(found: re.Match[str]) -> str:
+        number = found.group()
+        read = value(number) if len(number) > 1 else None
+        return str(int(read)) if read is not None and read.is_integer() else number
+
+    return _WORDED.sub(digits, text)
 
 
 def warm_up() -> None:

@@ -23,8 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..config import VerifySettings
+from . import numerals
 from .jit import compiled
 from .meaning import added_passage, classify, decoration_only, unexplained
+from .normalize import Clauses
 
 
 @dataclass(slots=True)  # not frozen: a frozen init costs 4x, made per pair
@@ -195,16 +197,28 @@ def _nearly(a: str, b: str, score: float, settings: VerifySettings) -> bool:
     than characters."""
     short, long_ = sorted((len(a), len(b)))
     return score >= settings.min_align_score and long_ <= short * settings.max_length_ratio
+# Bigram score from which a pair that fails the measures is measured again in digits: a number's
+# words take a few of a text's bigrams, not half of them (and most candidates that fail share
+# less: the regex then never runs).
+_SHARED_FOR_DIGITS = 0.5
+
+
+def _similar_in_digits(a: str, b: str, settings: VerifySettings) -> bool:
+    """Whether the pair is similar enough once every number written in numeral words is
+    written in digits: a number's form is not a difference (the meaning check reads its value),
+    yet 两百四十五 for 245 replaces two bigrams with six."""
+    x, y = numerals.in_digits(a), numerals.in_digits(b)
+    return (x != a or y != b) and similarity(x, y, settings)[1] in ("jaccard", "containment")
 
 
 def _very_short(a: str, b: str, score: float, settings: VerifySettings,
-                common: Sequence[bool] | None) -> Check:
+                common: Sequence[bool] | None, clauses: Clauses) -> Check:
     """A pair with a text under `min_chars`: a near copy only when what differs is a slip with
     evidence, a number's form, a synonym, or particles, interjections and terms of address (a
     content word or a number changed makes it related); too little content for anything else."""
     if not _short_pair(a, b, settings):
         return Check(False, score, "short")
-    spans = classify(a, b, common)
+    spans = classify(a, b, common, clauses)
     changes = sorted({s.kind for s in spans} & settings.meaning_classes)
     if changes:
         return Check(False, score, ",".join(changes))
@@ -214,15 +228,16 @@ def _very_short(a: str, b: str, score: float, settings: VerifySettings,
 
 
 def verify(a: str, b: str, settings: VerifySettings, measured: Measured | None = None,
-           common: Sequence[bool] | None = None) -> Check:
+           common: Sequence[bool] | None = None, clauses: Clauses = ()) -> Check:
     """Decide whether normalized text `b` is a near duplicate of normalized text `a`;
     `measured` is their `similarity` when the caller has it already, `common` which characters
-    of `b` the stream repeats (`commonness.Commonness`)."""
+    of `b` the stream repeats (`commonness.Commonness`), `clauses` where b's clauses end
+    (`normalize.Normalizer.with_clauses`)."""
     if a == b:
         return Check(True, 1.0)
     score, how, _ = measured or similarity(a, b, settings)
     if min(len(a), len(b)) < settings.min_chars:
-        return _very_short(a, b, score, settings, common)
+        return _very_short(a, b, score, settings, common, clauses)
     excerpt = settings.min_excerpt_chars <= len(b) < len(a)  # the later text taken from inside
     if how == "contained" and not excerpt:
         return Check(False, score, "contained" if settings.related_contained else None)
@@ -230,15 +245,17 @@ def verify(a: str, b: str, settings: VerifySettings, measured: Measured | None =
     if not how and _few_substitutions(a, b):
         how = "substitution"  # a short text with a typo or two loses too many bigrams
     elif not how and ((short := _short_pair(a, b, settings)) or _nearly(a, b, score, settings)):
-        spans = classify(a, b, common)
+        spans = classify(a, b, common, clauses)
         left = unexplained(a, b, spans)
         # A short copy: what differs is explained, bigrams are too few. A longer one: only a
         # slip or two left unexplained (a phrase rewritten inside is another text's business).
         if 1 - left / min(len(a), len(b)) >= settings.min_aligned and (short or left <= _SLIPS):
             how = "aligned"
+    if not how and score >= _SHARED_FOR_DIGITS and _similar_in_digits(a, b, settings):
+        how = "numbers"  # numbers written in words cost many bigrams (两百四十五 / 245)
     if not how:
         return Check(False, score)
-    spans = spans if spans is not None else classify(a, b, common)
+    spans = spans if spans is not None else classify(a, b, common, clauses)
     changes = sorted({s.kind for s in spans} & settings.meaning_classes)
     if changes:
         return Check(False, score, ",".join(changes))

@@ -157,7 +157,7 @@ class EngineProcess:
         before: the texts normalized here, on this process's core (~12% of the child's work a
         message), and pickled."""
         t0 = time.perf_counter()
-        normalized = self._normalizer.normalize_batch([m.text for m in messages])
+        normalized = self._normalizer.with_clauses([m.text for m in messages])
         self._normalize_s += time.perf_counter() - t0
         request = ForkingPickler.dumps((
             [(m.id, m.text, m.timestamp_ms, m.scope, m.origin) for m in messages], normalized,

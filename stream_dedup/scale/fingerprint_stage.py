@@ -68,7 +68,8 @@ class FingerprintStage:
             ident = p.message.id.encode()
             original = Original(p.message.id, p.message.timestamp_ms, p.text, p.fp,
                                 len(p.probes), p.anchors, r.topic, r.partition, r.offset,
-                                r.timestamp, r.key, r.value, tuple(r.headers or ()))
+                                r.timestamp, r.key, r.value, tuple(r.headers or ()),
+                                p.clauses)
             outputs.append(Output("original", t.originals_topic, ident, pack_original(original),
                                   [], r.timestamp, partition_of(ident, t.join_partitions)))
         for n, probes in sorted(by_partition.items()):

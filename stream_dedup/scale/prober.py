@@ -21,7 +21,7 @@ from ..engine import fingerprint as fpr
 from ..engine.exact import content_hash
 from ..engine.features import FAMILIES, features
 from ..engine.index.layout import make_layout
-from ..engine.normalize import Normalizer
+from ..engine.normalize import Clauses, Normalizer
 from ..engine.strategies import make_strategy
 from ..records import Message
 from .probes import ANCHOR, BLOCK, EXACT, LOOKUP, Probe
@@ -36,6 +36,7 @@ class Probed:
     fp: int
     anchors: tuple[int, ...]  # per family
     probes: tuple[Probe, ...]
+    clauses: Clauses = ()  # where the normalized text's clauses end
 
 
 class Prober:
@@ -51,7 +52,7 @@ class Prober:
 
     def run(self, messages: Sequence[Message]) -> list[Probed]:
         s = self.settings
-        texts = self._normalizer.normalize_batch([m.text for m in messages])
+        texts, clauses = self._normalizer.with_clauses([m.text for m in messages])
         near = [i for i, t in enumerate(texts) if t]
         near_texts = [texts[i] for i in near]
         f = features(near_texts, np.zeros(len(near), np.uint64), self._strategy, s.fingerprint,
@@ -81,5 +82,5 @@ class Prober:
                        for a, f, r in zip(mine.tolist(), family, rank, strict=True)]
             probes = tuple(Probe(kind, table, value, m.timestamp_ms, m.id, n, fp, posted)
                            for n, (kind, table, value, fp, posted) in enumerate(wanted))
-            out.append(Probed(m, text, first_fp, tuple(families), probes))
+            out.append(Probed(m, text, first_fp, tuple(families), probes, clauses[i]))
         return out

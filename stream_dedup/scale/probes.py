@@ -26,6 +26,7 @@ from typing import TypeVar
 import xxhash
 
 from ..engine.features import FAMILIES
+from ..engine.normalize import Clauses
 
 EXACT, BLOCK, ANCHOR, LOOKUP = 0, 1, 2, 3
 T = TypeVar("T")
@@ -114,6 +115,7 @@ class Original:
     key: bytes | None
     value: bytes | None
     headers: tuple[tuple[str, bytes], ...]
+    clauses: Clauses = ()  # where the normalized text's clauses end
 
 
 def _with_texts(texts: dict[str, int], body: list[bytes]) -> bytes:
@@ -228,7 +230,9 @@ def pack_answers(answers: Sequence[Answer]) -> list[bytes]:
 
 
 def pack_original(o: Original) -> bytes:
-    """One original per record (keyed by its id, so compaction-free topics keep them all)."""
+    """One original per record (keyed by its id, so compaction-free topics keep them all). The
+    clause ends come last, one uint32 each to the end: a record packed without them reads as a
+    text without clause ends, and a reader that knows none ignores them."""
     fields = [o.message_id.encode(), o.text.encode(), o.topic.encode(),
               o.key or b"", o.value or b""]
     heads = [part for k, v in o.headers for part in (k.encode(), v)]
@@ -237,7 +241,8 @@ def pack_original(o: Original) -> bytes:
                           len(fields[4]), o.probes, len(o.headers))
     lengths = struct.pack(f"<{len(heads)}I", *(len(h) for h in heads)) + struct.pack(
         f"<{FAMILIES}I", *o.anchors)
-    return head + lengths + b"".join(fields) + b"".join(heads)
+    return (head + lengths + b"".join(fields) + b"".join(heads)
+            + struct.pack(f"<{len(o.clauses)}I", *o.clauses))
 
 
 def unpack_original(data: bytes) -> Original:
@@ -255,6 +260,7 @@ def unpack_original(data: bytes) -> Original:
     ident, text, topic, key, value = parts[:5]
     heads = parts[5:]
     headers = tuple((heads[i].decode(), heads[i + 1]) for i in range(0, len(heads), 2))
+    clauses = struct.unpack_from(f"<{(len(data) - pos) // 4}I", data, pos)
     return Original(ident.decode(), ts, text.decode(), fp, probes, anchors, topic.decode(),
                     partition, offset, timestamp, None if nulls & 1 else key,
-                    None if nulls & 2 else value, headers)
+                    None if nulls & 2 else value, headers, clauses)

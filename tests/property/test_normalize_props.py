@@ -79,3 +79,24 @@ linkish = st.lists(st.sampled_from([*link_pieces, "a" * 19]), max_size=30).map("
 @given(linkish, st.sampled_from([0, re.I]))
 def test_short_link_step_equals_the_whole_batch_sub(text: str, flags: int) -> None:
     assert _remover(_SHORT_LINK, flags)(text) == re.compile(_SHORT_LINK, flags).sub(" ", text)
+
+
+# Pieces of content (no decoration, nothing normalization changes) and what may stand between them.
+piece = st.text(alphabet=st.sampled_from(list("今天天气很好不错的我们发货质量ab3")), min_size=1,
+                max_size=8)
+between = st.sampled_from(["，", "。", "！", "？", "；", "：", "、", "…", "~", ",", "!", "。。", "，“", ""])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(piece, between), min_size=1, max_size=6))
+def test_clause_ends_are_where_the_marks_were(parts: list[tuple[str, str]]) -> None:
+    raw = "".join(p + mark for p, mark in parts)
+    ends, at = [], 0
+    for (p, mark), (nxt, _) in zip(parts, [*parts[1:], ("", "")], strict=True):
+        at += len(p)
+        number = p[-1].isdigit() and nxt[:1].isdigit() and len(nfkc(mark)) == 1  # 3,5: a number
+        if mark and not number and at < len(raw) and nxt and (not ends or ends[-1] != at):
+            ends.append(at)
+    texts, clauses = NORMALIZER.with_clauses([raw, "前文", raw])
+    assert texts == NORMALIZER.normalize_batch([raw, "前文", raw])
+    assert clauses[0] == clauses[2] == tuple(ends)

@@ -25,7 +25,6 @@ XFAIL = {
     "reviews-122": "short excerpt: a 17-character item of the earlier review's list, under "
                    "verify.min_excerpt_chars (20)",
     # flagged, judged related: the later text adds real information at an edge
-    "news-033": "edge addition: title of the decision vs the sentence promulgating it",
     "news-048": "edge addition: headline vs its lead",
     # flagged, judged related: a long run added, dropped or replaced inside the text
     "news-016": "interior change: attendee list with a member fewer (another meeting)",

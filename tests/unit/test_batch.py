@@ -60,6 +60,13 @@ def test_texts_normalized_by_the_caller_give_the_same_verdicts_and_state() -> No
     assert given.store._data == itself.store._data  # type: ignore[attr-defined]
 
 
+def test_a_moved_clause_is_a_copy_and_words_traded_inside_one_are_not() -> None:
+    v = run(Engine(Settings(), MemoryStore(TABLES)), ["商家服务好，物流快", "物流快，商家服务好",
+                                                "中国队昨晚击败了日本队", "日本队昨晚击败了中国队"])
+    assert v[1].decision is Decision.NEAR and v[1].matched_id == "m0"
+    assert v[3].decision is Decision.UNIQUE and v[3].guard == "swap"
+
+
 def test_replay_returns_first_verdict() -> None:
     engine = Engine(Settings(), MemoryStore(TABLES))
     first = run(engine, [BASE, BASE])
@@ -111,8 +118,8 @@ def test_expiry_forgets_old_messages_and_bounds_state() -> None:
 def test_collector_paused_only_during_a_batch(monkeypatch: pytest.MonkeyPatch) -> None:
     engine = Engine(Settings(), MemoryStore(TABLES))
     seen = []
-    normalize = engine._normalizer.normalize_batch
-    monkeypatch.setattr(engine._normalizer, "normalize_batch",
+    normalize = engine._normalizer.with_clauses
+    monkeypatch.setattr(engine._normalizer, "with_clauses",
                         lambda texts: seen.append(gc.isenabled()) or normalize(texts))
     run(engine, [BASE])
     assert seen == [False] and gc.isenabled()
@@ -120,11 +127,11 @@ def test_collector_paused_only_during_a_batch(monkeypatch: pytest.MonkeyPatch) -
     def fail(texts: list[str]) -> list[str]:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(engine._normalizer, "normalize_batch", fail)
+    monkeypatch.setattr(engine._normalizer, "with_clauses", fail)
     with pytest.raises(RuntimeError):
         run(engine, [BASE], start=1)
     assert gc.isenabled()  # also after a failed batch
-    monkeypatch.setattr(engine._normalizer, "normalize_batch", normalize)
+    monkeypatch.setattr(engine._normalizer, "with_clauses", normalize)
     gc.disable()
     try:
         run(engine, [BASE], start=2)

@@ -90,3 +90,33 @@ def test_symbols_step_keeps_what_the_regexes_kept(keep: str) -> None:
 def test_per_character_nfkc_is_the_table() -> None:
     text = every_code_point()
     assert _per_character_nfkc(text) == text.translate(_NFKC_TABLE)
+
+
+@pytest.mark.parametrize(
+    ("raw", "text", "ends"),
+    [
+        ("好评，谢谢！", "好评谢谢", (2,)),
+        ("中国队击败了日本队", "中国队击败了日本队", ()),
+        ("价格9.5元,很好。。。好的~亲", "价格95元很好好的亲", (5, 7, 9)),  # a number's own mark
+        ("1,000元；2:30到", "1000元230到", (5,)),
+        ("，开头和结尾。", "开头和结尾", ()),  # an edge ends a clause anyway
+        ("@张三：你好、世界 http://t.cn/x 好的", "你好世界好的", (2,)),  # decoration gone first
+        ("好 评 谢 谢", "好评谢谢", ()),  # spaces are not clause ends
+        ("", "", ()),
+    ],
+)
+def test_clause_ends_are_kept_beside_the_text(raw: str, text: str, ends: tuple[int, ...]) -> None:
+    assert Normalizer().with_clauses([raw]) == ([text], [ends])
+
+
+def test_clause_ends_of_a_batch_equal_one_at_a_time() -> None:
+    n = Normalizer()
+    texts = ["一，二", "", "三。四！五", "#话题#，六", "七"]
+    texts_once, clauses_once = n.with_clauses(texts)
+    assert texts_once == n.normalize_batch(texts)
+    assert clauses_once == [n.with_clauses([t])[1][0] for t in texts]
+
+
+def test_no_clause_ends_where_punctuation_stays_or_paragraphs_are_kept() -> None:
+    for settings in (NormalizeSettings(symbols=False), NormalizeSettings(paragraphs=True)):
+        assert Normalizer(settings).with_clauses(["好评，谢谢"])[1] == [()]

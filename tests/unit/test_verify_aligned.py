@@ -7,7 +7,7 @@ import pytest
 from stream_dedup.config import VerifySettings
 from stream_dedup.config_file import settings_from_dict
 from stream_dedup.engine.normalize import Normalizer
-from stream_dedup.engine.verify import Check, verify
+from stream_dedup.engine.verify import Check, similarity, verify
 from stream_dedup.errors import ConfigError
 
 pytestmark = pytest.mark.unit
@@ -21,9 +21,16 @@ def check(first: str, second: str, settings: VerifySettings | None = None) -> Ch
 
 def test_a_number_spelled_out_in_a_longer_text_matches() -> None:
     later = HEADLINE.replace("8765", "八千七百六十五")
+    assert not similarity(NORM.normalize(HEADLINE), NORM.normalize(later), VerifySettings())[1]
     assert check(HEADLINE, later).duplicate
+
+
+def test_slips_in_a_longer_text_match_when_aligned() -> None:
+    earlier = "市政府召开常务会议研究部署春节期间安全生产工作"
+    later = "市政府召开常务会仪研究部署春节其间安全生产功作"  # three slips: 仪, 其, 功
+    assert check(earlier, later).duplicate
     # without alignment of longer texts the same pair fails the bigram measures
-    assert not check(HEADLINE, later, VerifySettings(min_align_score=1.0)).duplicate
+    assert not check(earlier, later, VerifySettings(min_align_score=1.0)).duplicate
 
 
 def test_a_number_changed_while_spelled_out_is_related() -> None:

@@ -57,6 +57,11 @@ def test_reprints_are_still_duplicates(later: str) -> None:
     assert outcome.duplicate and outcome.apart is None
 
 
+def test_a_number_written_another_way_is_no_passage() -> None:
+    earlier = BASE.replace("春节", "168个")
+    assert check(earlier, earlier.replace("168", "一百六十八")).duplicate
+
+
 def test_the_rule_can_be_switched_off_and_its_size_set() -> None:
     assert check(BASE, INSERTED, VerifySettings(related_passage=False)).duplicate
     assert check(BASE, INSERTED, VerifySettings(min_passage_chars=6)).duplicate
