@@ -8,7 +8,7 @@ adds to its source, so copies of a text do not make it boilerplate, while a comm
 that many copies add does), and a character of a message is *common* when a trigram over it had
 been carried by `min_messages` earlier messages. The meaning check reads the
 mask of a later text's common characters: a clause added at an edge of a short text is new content
-only in characters of its own that the stream does not repeat (`meaning._adds_content`).
+only in characters of its own that the stream does not repeat (`spans._adds_content`).
 
 Counts age by generations: every `generation` messages the older of two sketches is cleared, so
 what the stream stopped saying is forgotten and the counters stay small (a byte each: only counts
