@@ -13,10 +13,9 @@ Two things per text:
 
 The whole batch is one concatenated array of code points, hashed a chunk of whole texts at a time
 (`_chunk_hashes`); votes, window minima and their sorting then run text by text, all in one
-kernel call per batch. The numpy formulation these kernels replaced (a vectorized pass per step
-over the whole batch, then a sort of all its anchors) made the engine's fingerprint stage
-3.6-3.9 µs a message on the dev stream; these, 0.8-1.0, every fingerprint and anchor the same
-(tests/property/test_fingerprint_props.py checks them against the plain definitions).
+kernel call per batch: a vectorized numpy pass per step, and a sort of all the batch's anchors,
+would cost several times as much. tests/property/test_fingerprint_props.py checks every
+fingerprint and anchor against the plain definitions.
 """
 
 from __future__ import annotations
@@ -184,8 +183,8 @@ def _chunk_hashes(codes: np.ndarray, offsets: np.ndarray, first: int, stop: int,
                   out: np.ndarray) -> None:
     """The n-gram hashes of texts first..stop-1 into out: text t's at out[offsets[t] -
     offsets[first]:][:_features(offsets, t, n)]. The grams are folded one position at a time
-    over the whole chunk, a loop of independent mixes the compiler vectorizes: ~8x faster than
-    folding one gram after another."""
+    over the whole chunk, a loop of independent mixes the compiler vectorizes, where folding one
+    gram after another would chain every mix on the last."""
     base = offsets[first]
     size = offsets[stop] - base
     grams = max(size - n + 1, 0)  # grams that straddle two texts are computed, never read

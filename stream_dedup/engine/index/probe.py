@@ -52,8 +52,8 @@ def _ragged(lengths: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.nda
 
 def _argsort(values: np.ndarray) -> np.ndarray:
     """Stable argsort of a uint64 array by its 16-bit digits, lowest first (numpy sorts 16-bit
-    keys by radix): two thirds of the time of numpy's 64-bit sorts on a batch's ~10,000 anchors
-    or candidate pairs, ~0.3 us a message (dev stream, batches of 1,000)."""
+    keys by radix): cheaper than numpy's 64-bit sorts on a batch's thousands of anchors or
+    candidate pairs."""
     order = values.astype(np.uint16).argsort(kind="stable")
     for shift in (16, 32, 48):
         order = order[(values[order] >> _U64(shift)).astype(np.uint16).argsort(kind="stable")]
@@ -62,9 +62,9 @@ def _argsort(values: np.ndarray) -> np.ndarray:
 
 def _unique_inverse(values: np.ndarray,
                     order: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """`np.unique(values, return_inverse=True)` of a 1-D array, without np.unique's ~10 us of
-    per-call overhead (four calls were an eighth of a small batch's probe). `order` is the
-    values' stable argsort when the caller has it."""
+    """`np.unique(values, return_inverse=True)` of a 1-D array, without np.unique's per-call
+    overhead (a small batch's probe makes several calls). `order` is the values' stable argsort
+    when the caller has it."""
     if order is None:
         order = values.argsort(kind="stable")
     ranked = values[order]
@@ -87,8 +87,8 @@ def _earlier_pairs(groups: np.ndarray, limit: int | None = None,
     """Pairs (later, earlier) of batch positions that share a group, earlier < later, earlier
     among the `eligible` ones (default all); with a limit, only the `limit` most recent earlier
     ones per later position. Also, per position, how many eligible earlier ones it has (before
-    the limit). `order` is the groups' stable argsort when the caller has it: sorting a batch's
-    keys again for their in-batch pairs and their puts cost ~0.8 us a message."""
+    the limit). `order` is the groups' stable argsort when the caller has it, so a batch's keys
+    are not sorted again for their in-batch pairs and their puts."""
     if eligible is None:
         eligible = np.ones(len(groups), dtype=bool)
     if not len(groups):
@@ -115,7 +115,7 @@ def _earlier_pairs(groups: np.ndarray, limit: int | None = None,
 def _fetch(store: KVStore, cf: str, names: list[bytes],
            dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
     """The values of `names` in one array, and how many entries each has (none when missing:
-    `length_hint` of None is 0; a list with b"" for None first cost ~0.1 us a message)."""
+    `length_hint` of None is 0, so missing values need no stand-in)."""
     values = store.get_many(cf, names)
     stored = np.frombuffer(b"".join(filter(None, values)), dtype=dtype)
     return stored, np.fromiter(map(length_hint, values), np.int64,
@@ -210,8 +210,8 @@ class BatchProbe:
                 groups: np.ndarray, new: np.ndarray, keep: int | None) -> None:
         """Stage the stored entries (value u is `lengths[u]` entries of `stored`) + the new ones
         of each group (`groups` sorted, `new` in that order), the last `keep` when given. The
-        values are gathered in one array and cut apart: ~0.15 us a message less than a bytes
-        concatenation (and a cut to `keep`) per put."""
+        values are gathered in one array and cut apart, not concatenated (and cut to `keep`)
+        put by put."""
         starts = run_starts(groups).nonzero()[0]
         stops = np.append(starts[1:], len(groups))
         touched = groups[starts]
