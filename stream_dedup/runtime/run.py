@@ -16,6 +16,7 @@ from ..kafka.observe import CONDITIONS, STATE_OPEN
 from ..kafka.retry import Backoff
 from ..kafka.sink import KafkaSink
 from ..kafka.source import KafkaSource
+from ..kafka.transaction import TransactionalSink, transactional_id
 from ..ops.health import Readiness
 from ..ops.metrics import ServiceMetrics
 from ..scale.partitioned import open_partitioned
@@ -54,7 +55,9 @@ def serve(settings: Settings, state_path: str | None = None) -> ServiceStats:
         ready.set(STATE_OPEN, True)
         try:
             source = KafkaSource(k, life.backoff, metrics, ready, listener)
-            sink = KafkaSink(k, life.backoff, metrics, ready)
+            sink = (TransactionalSink(k, life.backoff, transactional_id(k, state_path or st.path),
+                                      metrics, ready) if k.guarantee == "exactly_once"
+                    else KafkaSink(k, life.backoff, metrics, ready))
         except BaseException:
             engine.close()
             raise
@@ -64,9 +67,10 @@ def serve(settings: Settings, state_path: str | None = None) -> ServiceStats:
         except BaseException:
             service.close()
             raise
-        log.info("running state=%s inputs=%s output=%s duplicates=%s dead_letters=%s scope=%s%s",
-                 state_path or st.path, ",".join(k.input_topics), k.output_topic,
-                 k.duplicates_topic, k.dead_letter_topic, settings.scale.scope,
+        log.info("running state=%s inputs=%s output=%s duplicates=%s dead_letters=%s "
+                 "guarantee=%s scope=%s%s", state_path or st.path, ",".join(k.input_topics),
+                 k.output_topic, k.duplicates_topic, k.dead_letter_topic, k.guarantee,
+                 settings.scale.scope,
                  f" engine={settings.engine.process}" if settings.scale.scope == "process"
                  else "")
         return service.run()

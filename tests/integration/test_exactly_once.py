@@ -1,0 +1,279 @@
+"""`kafka.guarantee: exactly_once` on the real broker, read back by kcat with
+`isolation.level=read_committed` (an independent client): the service killed with SIGKILL (once
+inside a transaction's commit), the broker killed, a member paused past its session timeout and
+fenced, another producer taking the transactional id, a transaction timing out, and a member
+joining mid-run. Nothing may be lost and nothing committed twice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import random
+import signal
+import subprocess
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from kafka_helpers import (
+    REPO,
+    file_mode_uniques,
+    id_of,
+    make_topics,
+    produce,
+    service_settings,
+    start_service,
+    stop_service,
+    stream_lines,
+    wait_drained,
+)
+
+from stream_dedup.config import Settings
+from stream_dedup.decode import decode
+from stream_dedup.kafka.topics import LagWatch, group_lag
+
+pytestmark = pytest.mark.integration
+
+# `stream-dedup run` whose `KILL_AT_COMMIT`-th transaction commit is cut by SIGKILL 2 ms in
+# (waiting for acknowledgements, adding the offsets, or committing).
+_KILLED_IN_COMMIT = """
+import os, signal, sys, threading
+from stream_dedup.kafka import transaction
+from stream_dedup.cli.main import main
+at, calls, commit = int(os.environ["KILL_AT_COMMIT"]), [0], transaction.TransactionalSink.commit
+def cut(self, sent, offsets, group):
+    calls[0] += 1
+    if calls[0] == at:
+        threading.Timer(0.002, os.kill, (os.getpid(), signal.SIGKILL)).start()
+    return commit(self, sent, offsets, group)
+transaction.TransactionalSink.commit = cut
+sys.exit(main(["run"]))
+"""
+
+
+def _eos(settings: Settings, **kafka: object) -> Settings:
+    return dataclasses.replace(settings, kafka=dataclasses.replace(
+        settings.kafka, guarantee="exactly_once", **kafka))
+
+
+def _preloaded(bootstrap, unique_topic, records: int, partitions: int, group: str,
+               **kafka: object):
+    _, lines = stream_lines(records)
+    topics = make_topics(unique_topic, input_partitions=partitions)
+    settings = _eos(service_settings(bootstrap, topics, f"{group}-{uuid.uuid4().hex[:8]}"),
+                    **kafka)
+    produce(bootstrap, topics["input"], lines)
+    return lines, topics, settings
+
+
+def _committed_ids(kcat: str, bootstrap: str, topic: str) -> list[str]:
+    """Ids of every committed record of `topic`, read by kcat with read_committed."""
+    proc = subprocess.run(
+        [kcat, "-C", "-b", bootstrap, "-t", topic, "-o", "beginning", "-e", "-q",
+         "-X", "isolation.level=read_committed", "-f", "%s\n"],
+        capture_output=True, timeout=120, check=False, env={**os.environ, "LC_ALL": "C.UTF-8"})
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    return [id_of(line) for line in proc.stdout.splitlines() if line.strip()]
+
+
+def _check_exactly_once(kcat: str, settings: Settings, topics: dict[str, str], lines,
+                        one_partition: bool) -> tuple[int, int]:
+    """(lost, committed twice) over the output, duplicates and dead-letter topics; with one
+    input partition the output must be file mode's uniques."""
+    bootstrap = settings.kafka.bootstrap_servers
+    unique = _committed_ids(kcat, bootstrap, topics["output"])
+    seen = Counter(unique + _committed_ids(kcat, bootstrap, topics["duplicates"])
+                   + _committed_ids(kcat, bootstrap, topics["dead"]))
+    lost = len({id_of(raw) for raw in lines} - set(seen))
+    twice = sum(n - 1 for n in seen.values() if n > 1)
+    if one_partition:
+        messages = [decode(raw, "t", str(n), 0, settings.input) for n, raw in enumerate(lines)]
+        assert set(unique) == file_mode_uniques(settings, messages)
+    return lost, twice
+
+
+def _wait_lag_below(settings: Settings, threshold: int, alive, timeout_s: float) -> None:
+    k = settings.kafka
+    deadline = time.monotonic() + timeout_s
+    with LagWatch(k.bootstrap_servers, k.group_id, k.input_topics) as watch:
+        while (lag := watch.lag()) >= threshold:
+            assert alive(), "the service exited"
+            assert time.monotonic() < deadline, f"lag stayed at {lag} (waiting for < {threshold})"
+            time.sleep(0.02)
+
+
+def _lines_of(log: Path, needle: str) -> list[str]:
+    return [line for line in log.read_text(errors="replace").splitlines() if needle in line]
+
+
+def test_kill9_five_times_one_inside_a_commit(kafka_bootstrap, unique_topic, kcat, tmp_path):
+    """Five SIGKILLs at random points of a 20,000-record backlog (the first inside the commit of
+    a transaction), a restart after each: read_committed sees every input once, and the output
+    equals file mode's uniques."""
+    lines, topics, settings = _preloaded(kafka_bootstrap, unique_topic, 20_000, 1, "eos-kill",
+                                         poll_batch_size=500)
+    state, log = tmp_path / "state", tmp_path / "service.log"
+    rng = random.Random()
+    proc = start_service(settings, state, log, script=_KILLED_IN_COMMIT,
+                         env={"KILL_AT_COMMIT": str(rng.randint(3, 8))})
+    assert proc.wait(120) == -signal.SIGKILL, log.read_text(errors="replace")[-3000:]
+    k = settings.kafka
+    kills = [len(lines) - group_lag(k.bootstrap_servers, k.group_id, k.input_topics)]
+    for lag_point in sorted(rng.sample(range(3_000, 17_000), 4), reverse=True):
+        proc = start_service(settings, state, log)
+        try:
+            _wait_lag_below(settings, lag_point, lambda p=proc: p.poll() is None,
+                            timeout_s=120)
+            time.sleep(rng.uniform(0.0, 0.1))
+        finally:
+            proc.kill()
+            proc.wait()
+        lag = group_lag(k.bootstrap_servers, k.group_id, k.input_topics)
+        assert lag > 0, f"the kill came after the last commit (point: lag {lag_point})"
+        kills.append(len(lines) - lag)
+    proc = start_service(settings, state, log)
+    try:
+        wait_drained(settings, timeout_s=120, alive=lambda: proc.poll() is None)
+    finally:
+        stop_service(proc, log)
+    lost, twice = _check_exactly_once(kcat, settings, topics, lines, one_partition=True)
+    print(f"\nexactly once, kill -9: {len(lines)} records, SIGKILL with {kills} committed "
+          f"(the first inside a commit); lost {lost}, committed twice {twice}")
+    assert (lost, twice) == (0, 0)
+
+
+def test_broker_killed_and_restarted(kafka_bootstrap, unique_topic, kcat, tmp_path):
+    lines, topics, settings = _preloaded(kafka_bootstrap, unique_topic, 12_000, 1, "eos-broker",
+                                         poll_batch_size=200)
+    log = tmp_path / "service.log"
+    proc = start_service(settings, tmp_path / "state", log)
+    script = ["bash", str(REPO / "deploy" / "kafka.sh")]
+    try:
+        _wait_lag_below(settings, int(len(lines) * 0.8), lambda: proc.poll() is None, 120)
+        subprocess.run([*script, "kill9"], check=True, capture_output=True, timeout=60)
+        time.sleep(2)
+        assert proc.poll() is None, "the service died with the broker"
+        subprocess.run([*script, "start"], check=True, capture_output=True, timeout=180)
+        wait_drained(settings, timeout_s=180, alive=lambda: proc.poll() is None)
+    finally:
+        subprocess.run([*script, "start"], check=False, capture_output=True, timeout=180)
+        stop_service(proc, log)
+    lost, twice = _check_exactly_once(kcat, settings, topics, lines, one_partition=True)
+    print(f"\nexactly once, broker kill -9: {len(lines)} records; lost {lost}, "
+          f"committed twice {twice}")
+    assert (lost, twice) == (0, 0)
+
+
+def test_a_paused_member_is_fenced(kafka_bootstrap, unique_topic, kcat, tmp_path):
+    """SIGSTOP past the session timeout with a transaction open; a second member takes the
+    partitions and works on; SIGCONT: the first says in one line that it was fenced, and
+    nothing is committed twice."""
+    lines, topics, settings = _preloaded(kafka_bootstrap, unique_topic, 20_000, 6, "eos-pause",
+                                         poll_batch_size=200, transaction_timeout_ms=30000)
+    first_log, second_log = tmp_path / "first.log", tmp_path / "second.log"
+    first = start_service(settings, tmp_path / "first", first_log)
+    second = None
+    try:
+        _wait_lag_below(settings, len(lines) - 3_000, lambda: first.poll() is None, 120)
+        first.send_signal(signal.SIGSTOP)
+        second = start_service(settings, tmp_path / "second", second_log)
+        deadline = time.monotonic() + 120
+        while not _lines_of(second_log, "partitions assigned"):
+            assert time.monotonic() < deadline, "the second member got no partitions"
+            time.sleep(0.2)
+        time.sleep(settings.kafka.session_timeout_ms / 1000 + 4)
+        first.send_signal(signal.SIGCONT)
+        wait_drained(settings, timeout_s=240,
+                     alive=lambda: first.poll() is None and second.poll() is None)
+    finally:
+        first.send_signal(signal.SIGCONT)
+        stop_service(first, first_log)
+        if second is not None:
+            stop_service(second, second_log)
+    fenced = _lines_of(first_log, "fenced by the group")
+    lost, twice = _check_exactly_once(kcat, settings, topics, lines, one_partition=False)
+    print(f"\nexactly once, paused member: {len(lines)} records; lost {lost}, committed twice "
+          f"{twice}; the first said: {fenced[:1]}")
+    assert (lost, twice) == (0, 0)
+    assert fenced, "the paused member did not say it was fenced"
+
+
+def test_another_producer_takes_the_transactional_id(kafka_bootstrap, unique_topic, kcat,
+                                                     tmp_path):
+    tx_id = f"eos-taken-{uuid.uuid4().hex[:8]}"
+    lines, topics, settings = _preloaded(kafka_bootstrap, unique_topic, 12_000, 1, "eos-taken",
+                                         poll_batch_size=200, transactional_id=tx_id)
+    log = tmp_path / "service.log"
+    proc = start_service(settings, tmp_path / "state", log)
+    try:
+        _wait_lag_below(settings, len(lines) - 2_000, lambda: proc.poll() is None, 120)
+        other = Producer({"bootstrap.servers": kafka_bootstrap, "transactional.id": tx_id})
+        other.init_transactions(30)
+        wait_drained(settings, timeout_s=120, alive=lambda: proc.poll() is None)
+    finally:
+        stop_service(proc, log)
+    said = _lines_of(log, "producer fenced")
+    lost, twice = _check_exactly_once(kcat, settings, topics, lines, one_partition=True)
+    print(f"\nexactly once, transactional id taken: lost {lost}, committed twice {twice}; "
+          f"said: {said[:1]}")
+    assert (lost, twice) == (0, 0)
+    # One line per fence: the two producers can fence each other a few times while the other
+    # one's initialisation waits for the service's open transaction to be aborted.
+    assert said and all("another producer took this transactional id" in line for line in said)
+
+
+def test_a_transaction_that_times_out_is_decided_again(kafka_bootstrap, unique_topic, kcat,
+                                                        tmp_path):
+    """A pause longer than the transaction timeout but shorter than the session timeout: the
+    broker aborts the transaction; the service says so and decides the batch again."""
+    lines, topics, settings = _preloaded(kafka_bootstrap, unique_topic, 12_000, 1, "eos-timeout",
+                                         poll_batch_size=200, transaction_timeout_ms=2000,
+                                         session_timeout_ms=30000)
+    log = tmp_path / "service.log"
+    proc = start_service(settings, tmp_path / "state", log)
+    try:
+        _wait_lag_below(settings, len(lines) - 2_000, lambda: proc.poll() is None, 120)
+        proc.send_signal(signal.SIGSTOP)
+        # The broker looks for timed-out transactions every 10 s (its default
+        # transaction.abort.timed.out.transaction.cleanup.interval.ms).
+        time.sleep(14)
+        proc.send_signal(signal.SIGCONT)
+        wait_drained(settings, timeout_s=120, alive=lambda: proc.poll() is None)
+    finally:
+        proc.send_signal(signal.SIGCONT)
+        stop_service(proc, log)
+    said = _lines_of(log, "past kafka.transaction_timeout_ms")
+    lost, twice = _check_exactly_once(kcat, settings, topics, lines, one_partition=True)
+    print(f"\nexactly once, transaction timeout: lost {lost}, committed twice {twice}; "
+          f"said: {said[:1]}")
+    assert (lost, twice) == (0, 0)
+    assert said, "the timed-out transaction was not said"
+
+
+def test_a_member_joins_mid_transaction(kafka_bootstrap, unique_topic, kcat, tmp_path):
+    """Rebalance: the first member commits its open transaction before its partitions are
+    revoked; nothing committed twice."""
+    lines, topics, settings = _preloaded(kafka_bootstrap, unique_topic, 20_000, 6, "eos-join",
+                                         poll_batch_size=200)
+    first_log, second_log = tmp_path / "first.log", tmp_path / "second.log"
+    first = start_service(settings, tmp_path / "first", first_log)
+    second = None
+    try:
+        _wait_lag_below(settings, len(lines) - 2_000, lambda: first.poll() is None, 120)
+        second = start_service(settings, tmp_path / "second", second_log)
+        wait_drained(settings, timeout_s=180,
+                     alive=lambda: first.poll() is None and second.poll() is None)
+    finally:
+        stop_service(first, first_log)
+        if second is not None:
+            stop_service(second, second_log)
+    assert _lines_of(first_log, "partitions revoked"), "the second member took no partitions"
+    lost, twice = _check_exactly_once(kcat, settings, topics, lines, one_partition=False)
+    aborted = len(_lines_of(first_log, "transaction aborted"))
+    print(f"\nexactly once, member joined: lost {lost}, committed twice {twice}, "
+          f"{aborted} transactions aborted")
+    assert (lost, twice) == (0, 0)
