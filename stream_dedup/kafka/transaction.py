@@ -160,12 +160,14 @@ class TransactionalSink(KafkaSink):
 
     def commit(self, sent: Sent, offsets: dict[tuple[str, int], int],
                group: ConsumerGroupMetadata) -> None:
-        """Wait for the outputs of `sent`, then commit them with the next `offsets` of their
-        batch as the member `group` says. Raises TransactionAborted when the transaction was
-        aborted or fenced, a ServiceError when an output can never be written (too large, not
-        authorized), GaveUp when the shutdown time ran out."""
+        """Wait for the outputs of `sent`, add the next `offsets` of their batch to the
+        transaction as the member `group` says, and commit. Raises TransactionAborted when the
+        transaction was aborted or fenced, a ServiceError when an output can never be written
+        (too large, not authorized), GaveUp when the shutdown time ran out."""
         k = self.settings
         try:
+            # The acknowledgements first: with the outputs still on their way librdkafka
+            # holds the offsets back (~100 ms a commit on a local broker, against ~4 ms).
             self._await(sent)
             fenced = next((err for _, err in sent.failed if err.fatal()), None)
             if fenced is not None:
@@ -221,6 +223,11 @@ class TransactionalSink(KafkaSink):
             log.warning("producer fenced: %s; what it had not committed is dropped and decided "
                         "again with a new producer transactional_id=%s", why, self.tx_id)
         self.producer = self._connect()
+
+    def _serve(self, seconds: float) -> None:
+        """Wait for delivery reports as a flush: the outputs go out at once instead of after
+        `kafka.linger_ms`, since the commit waits for them anyway (half a commit's time)."""
+        self.producer.flush(seconds)
 
     def abort(self, why: str, quiet: bool = False) -> None:
         """Abort the open transaction (nothing of it becomes visible) and raise

@@ -42,7 +42,9 @@ never "a duplicate of itself".
 `kafka.guarantee: exactly_once` (`kafka/transaction.py`) changes steps 5 and 6: a batch's
 outputs go out inside a transaction, and step 6 (wait for the acknowledgements, add the next
 offsets with the consumer's group metadata, commit) comes before the next batch's outputs open
-the next transaction. A crash leaves the transaction open and the restarted instance aborts it;
+the next transaction; a live feed's batch (fewer than `BACKLOG_RECORDS` records) commits right
+after it is sent, since its outputs are visible to read_committed consumers only then. A crash
+leaves the transaction open and the restarted instance aborts it;
 a transaction aborted while running (fenced by the group or by another producer, an output that
 could not be written) drops the batches after it too, and the source polls from the aborted
 batch's first records again. Either way the batch is decided again from the state: each message
@@ -305,6 +307,10 @@ class Service:
         if not self._transactional:
             self._complete_in_flight()
         self._in_flight = _InFlight(records, verdicts, outputs, sent)
+        if self._transactional and len(records) < BACKLOG_RECORDS:
+            # A live feed: read_committed consumers see the outputs once the transaction
+            # commits, so it commits now rather than after the next batch.
+            self._complete_in_flight()
 
     def _finish_deciding(self) -> None:
         """Take the verdicts of the batch a pipelined engine is deciding, then steps 4-6."""

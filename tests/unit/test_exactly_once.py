@@ -126,7 +126,20 @@ def exactly_once(batches: list[list[Rec]]) -> tuple[Service, Source, Sink]:
     return Service(s, Engine(s, MemoryStore()), source, sink, Shutdown(1.0)), source, sink
 
 
-def test_a_batch_commits_its_transaction_before_the_next_one_opens() -> None:
+@pytest.fixture
+def backlog(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every batch counts as a backlog's (its transaction commits with the next batch)."""
+    monkeypatch.setattr("stream_dedup.runtime.service.BACKLOG_RECORDS", 1)
+
+
+def test_a_live_batch_commits_as_soon_as_it_is_sent() -> None:
+    svc, source, sink = exactly_once([[rec(0, 0, "a", TEXT)]])
+    assert svc.step() == 1 and source.log == ["begin", "send", "commit"]
+    assert sink.committed == {("in", 0): 1} and svc.stats.records == 1
+
+
+@pytest.mark.usefixtures("backlog")
+def test_a_backlog_batch_commits_before_the_next_one_opens_its_transaction() -> None:
     svc, source, sink = exactly_once([[rec(0, 0, "a", TEXT)], [rec(0, 1, "b", TEXT)]])
     assert svc.step() == 1 and source.log == ["begin", "send"]
     assert svc.step() == 1
@@ -137,6 +150,7 @@ def test_a_batch_commits_its_transaction_before_the_next_one_opens() -> None:
     assert [o.kind for o in sink.outputs] == ["unique", "duplicate"]
 
 
+@pytest.mark.usefixtures("backlog")
 def test_an_aborted_transaction_is_polled_again_and_gets_its_first_verdicts() -> None:
     first = [rec(0, 5, "a", TEXT), rec(1, 9, "b", "完全不同的另一条消息内容在这里出现")]
     svc, source, sink = exactly_once([first, [rec(2, 4, "c", TEXT)]])
@@ -156,9 +170,8 @@ def test_an_aborted_transaction_is_polled_again_and_gets_its_first_verdicts() ->
 
 def test_a_member_out_of_the_group_aborts_instead_of_committing() -> None:
     svc, source, sink = exactly_once([[rec(0, 0, "a", TEXT)]])
-    svc.step()
     source.member = None  # evicted while the transaction was open
-    svc.complete()
+    svc.step()
     assert source.log == ["begin", "send", "abort", "rewind"] and sink.committed == {}
 
 
