@@ -60,9 +60,11 @@ log = logging.getLogger(__name__)
 
 def _not_said_twice(record: logging.LogRecord) -> bool:
     """librdkafka's own lines of a failed transaction (facility TXNERR) and of a fenced producer
-    (FATAL): `commit` says them, knowing why."""
+    (FATAL): `commit` says them, knowing why; and its retries of a new producer's id while the
+    broker still aborts the transaction before (GETPID ... retrying), which it waits out."""
     text = record.getMessage()
-    return not (text.startswith("TXNERR") or (text.startswith("FATAL") and "fenced" in text))
+    return not (text.startswith("TXNERR") or (text.startswith("FATAL") and "fenced" in text)
+                or (text.startswith("GETPID") and text.endswith("retrying")))
 
 
 _librdkafka_log = log.getChild("librdkafka")

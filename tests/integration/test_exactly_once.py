@@ -230,13 +230,15 @@ def test_a_transaction_that_times_out_is_decided_again(kafka_bootstrap, unique_t
                                                         tmp_path):
     """A pause longer than the transaction timeout but shorter than the session timeout: the
     broker aborts the transaction; the service says so and decides the batch again."""
-    lines, topics, settings = _preloaded(kafka_bootstrap, unique_topic, 12_000, 1, "eos-timeout",
-                                         poll_batch_size=200, transaction_timeout_ms=2000,
+    # Backlog-sized batches: a batch's transaction stays open while the next one is decided,
+    # so the pause finds one open.
+    lines, topics, settings = _preloaded(kafka_bootstrap, unique_topic, 20_000, 1, "eos-timeout",
+                                         poll_batch_size=2000, transaction_timeout_ms=2000,
                                          session_timeout_ms=30000)
     log = tmp_path / "service.log"
     proc = start_service(settings, tmp_path / "state", log)
     try:
-        _wait_lag_below(settings, len(lines) - 2_000, lambda: proc.poll() is None, 120)
+        _wait_lag_below(settings, len(lines) - 4_000, lambda: proc.poll() is None, 120)
         proc.send_signal(signal.SIGSTOP)
         # The broker looks for timed-out transactions every 10 s (its default
         # transaction.abort.timed.out.transaction.cleanup.interval.ms).
