@@ -75,6 +75,9 @@ GROUP_FENCED = frozenset({KafkaError.ILLEGAL_GENERATION, KafkaError.UNKNOWN_MEMB
                           KafkaError.FENCED_INSTANCE_ID, KafkaError.REBALANCE_IN_PROGRESS})
 
 
+SAID_AGAIN_AFTER_S = 30.0
+
+
 class TransactionAborted(Exception):
     """The batch's transaction was aborted (or fenced): none of it is visible; decide it again."""
 
@@ -113,6 +116,7 @@ class TransactionalSink(KafkaSink):
                  metrics: Meter = NULL_METER, ready: Ready = NULL_READY) -> None:
         self.tx_id = tx_id
         self._opened: float | None = None  # monotonic time the open transaction began
+        self._said: tuple[str, float] = ("", 0.0)  # the last abort's reason, when it was said
         super().__init__(settings, backoff, metrics, ready)
 
     def _connect(self) -> Producer:
@@ -235,7 +239,7 @@ class TransactionalSink(KafkaSink):
         """Abort the open transaction (nothing of it becomes visible) and raise
         TransactionAborted, having said `why` in one line unless `quiet`."""
         if not quiet:
-            log.warning("transaction aborted, the batch is decided again: %s", why)
+            self._say(why)
         self.metrics.count_error("commit")
         try:
             if self._opened is not None:
@@ -249,6 +253,16 @@ class TransactionalSink(KafkaSink):
             self._opened = None
         if not quiet:
             raise TransactionAborted(why)
+
+    def _say(self, why: str) -> None:
+        """One line per cause: the same reason again within `SAID_AGAIN_AFTER_S` (a member out of
+        the group aborts each batch it polled before the consumer learns it) is only counted."""
+        now = time.monotonic()
+        if why == self._said[0] and now - self._said[1] < SAID_AGAIN_AFTER_S:
+            log.debug("transaction aborted again: %s", why)
+            return
+        self._said = (why, now)
+        log.warning("transaction aborted, the batch is decided again: %s", why)
 
     def close(self) -> None:
         """Abort a transaction still open (a stop whose time ran out), then close."""

@@ -54,6 +54,23 @@ transaction.TransactionalSink.commit = cut
 sys.exit(main(["run"]))
 """
 
+# `stream-dedup run` that stops itself (SIGSTOP) in its `STOP_AT_COMMIT`-th transaction, after
+# the offsets were added and before the commit (`_call` runs init_transactions first, then the
+# offsets and the commit of each transaction).
+_STOPPED_BEFORE_COMMIT = """
+import os, signal, sys
+from stream_dedup.kafka import transaction
+from stream_dedup.cli.main import main
+at, calls, call = int(os.environ["STOP_AT_COMMIT"]), [0], transaction.TransactionalSink._call
+def stop_before_commit(step):
+    calls[0] += 1
+    if calls[0] == 2 * at + 1:
+        os.kill(os.getpid(), signal.SIGSTOP)
+    return call(step)
+transaction.TransactionalSink._call = staticmethod(stop_before_commit)
+sys.exit(main(["run"]))
+"""
+
 
 def _eos(settings: Settings, **kafka: object) -> Settings:
     return dataclasses.replace(settings, kafka=dataclasses.replace(
@@ -200,6 +217,44 @@ def test_a_paused_member_is_fenced(kafka_bootstrap, unique_topic, kcat, tmp_path
           f"{twice}; the first said: {fenced[:1]}")
     assert (lost, twice) == (0, 0)
     assert fenced, "the paused member did not say it was fenced"
+
+
+def test_a_member_paused_with_offsets_in_its_transaction(kafka_bootstrap, unique_topic, kcat,
+                                                        tmp_path):
+    """The first member stops after adding a batch's offsets to its transaction, before
+    committing it. The second member takes the partitions and may not read their offsets until
+    the broker aborted that transaction (read_committed offsets); the first, woken up, finds its
+    producer fenced. Nothing is committed twice."""
+    lines, topics, settings = _preloaded(kafka_bootstrap, unique_topic, 20_000, 6,
+                                         "eos-pending", poll_batch_size=200,
+                                         transaction_timeout_ms=5000)
+    first_log, second_log = tmp_path / "first.log", tmp_path / "second.log"
+    first = start_service(settings, tmp_path / "first", first_log,
+                          script=_STOPPED_BEFORE_COMMIT, env={"STOP_AT_COMMIT": "5"})
+    second = None
+    try:
+        stat = Path(f"/proc/{first.pid}/stat")
+        deadline = time.monotonic() + 120
+        while stat.read_text().split(") ")[1][0] != "T":
+            assert first.poll() is None and time.monotonic() < deadline, "it never stopped"
+            time.sleep(0.1)
+        second = start_service(settings, tmp_path / "second", second_log)
+        wait_drained(settings, timeout_s=240, alive=lambda: second.poll() is None)
+        first.send_signal(signal.SIGCONT)
+        deadline = time.monotonic() + 60
+        while not _lines_of(first_log, "producer fenced"):
+            assert first.poll() is None and time.monotonic() < deadline, "no fence said"
+            time.sleep(0.2)
+    finally:
+        first.send_signal(signal.SIGCONT)
+        stop_service(first, first_log)
+        if second is not None:
+            stop_service(second, second_log)
+    said = _lines_of(first_log, "producer fenced")
+    lost, twice = _check_exactly_once(kcat, settings, topics, lines, one_partition=False)
+    print(f"\nexactly once, paused with offsets pending: lost {lost}, committed twice {twice}; "
+          f"the first said: {said[:1]}")
+    assert (lost, twice) == (0, 0)
 
 
 def test_another_producer_takes_the_transactional_id(kafka_bootstrap, unique_topic, kcat,
