@@ -73,9 +73,7 @@ _CGMD_MAGIC = b"CGMDv2:"  # librdkafka's rd_kafka_consumer_group_metadata_write 
 # The broker refused the offsets because this member's generation is over.
 GROUP_FENCED = frozenset({KafkaError.ILLEGAL_GENERATION, KafkaError.UNKNOWN_MEMBER_ID,
                           KafkaError.FENCED_INSTANCE_ID, KafkaError.REBALANCE_IN_PROGRESS})
-
-
-SAID_AGAIN_AFTER_S = 30.0
+SAID_AGAIN_AFTER_S = 30.0  # an abort for the reason said last is said again after this
 
 
 class TransactionAborted(Exception):
