@@ -176,7 +176,7 @@ def test_a_member_out_of_the_group_aborts_instead_of_committing() -> None:
 
 
 def test_group_metadata_is_in_librdkafkas_form() -> None:
-    consumer = Consumer({"group.id": "g-1", "bootstrap.servers": "127.0.0.1:1"})
+    consumer = Consumer({"group.id": "g-1", "bootstrap.servers": "127.0.0.1:1", "log_level": 0})
     try:
         unjoined = consumer.consumer_group_metadata()
     finally:
