@@ -127,12 +127,16 @@ def _lines_of(log: Path, needle: str) -> list[str]:
     return [line for line in log.read_text(errors="replace").splitlines() if needle in line]
 
 
-def test_kill9_five_times_one_inside_a_commit(kafka_bootstrap, unique_topic, kcat, tmp_path):
+@pytest.mark.parametrize("engine_process", ["child", "inline"])
+def test_kill9_five_times_one_inside_a_commit(kafka_bootstrap, unique_topic, kcat, tmp_path,
+                                              engine_process):
     """Five SIGKILLs at random points of a 20,000-record backlog (the first inside the commit of
     a transaction), a restart after each: read_committed sees every input once, and the output
-    equals file mode's uniques."""
+    equals file mode's uniques. With the engine in a child process and in the service's."""
     lines, topics, settings = _preloaded(kafka_bootstrap, unique_topic, 20_000, 1, "eos-kill",
                                          poll_batch_size=500)
+    settings = dataclasses.replace(
+        settings, engine=dataclasses.replace(settings.engine, process=engine_process))
     state, log = tmp_path / "state", tmp_path / "service.log"
     rng = random.Random()
     proc = start_service(settings, state, log, script=_KILLED_IN_COMMIT,
@@ -158,7 +162,8 @@ def test_kill9_five_times_one_inside_a_commit(kafka_bootstrap, unique_topic, kca
     finally:
         stop_service(proc, log)
     lost, twice = _check_exactly_once(kcat, settings, topics, lines, one_partition=True)
-    print(f"\nexactly once, kill -9: {len(lines)} records, SIGKILL with {kills} committed "
+    print(f"\nexactly once, kill -9 (engine {engine_process}): {len(lines)} records, SIGKILL "
+          f"with {kills} committed "
           f"(the first inside a commit); lost {lost}, committed twice {twice}")
     assert (lost, twice) == (0, 0)
 
