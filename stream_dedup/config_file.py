@@ -235,11 +235,11 @@ def _check_scale(s: Settings, need: Any) -> None:
          f"names a topic the service also reads or writes ({', '.join(sorted(clash))})",
          "a topic of its own")
     need(c.restore_timeout_s > 0, "scale.restore_timeout_s", "out of range", "> 0")
-    # Under key, the changelog records would have to join the outputs' transaction; under
-    # global, the stages' topics (docs/exactly-once.md).
-    need(k.guarantee == "at_least_once" or c.scope == "process", "kafka.guarantee",
-         f"exactly_once is built for scale.scope process, not {c.scope}",
-         f"at_least_once with scale.scope {c.scope}")
+    # Under global, each stage's topics would need transactions of their own
+    # (docs/exactly-once.md).
+    need(k.guarantee == "at_least_once" or c.scope != "global", "kafka.guarantee",
+         "exactly_once is built for scale.scope process and key, not global",
+         "at_least_once with scale.scope global")
     need(c.checkpoint_max_age_s >= 0, "scale.checkpoint_max_age_s", "out of range",
          ">= 0 (0: always restore in full)")
     need(1 << 20 <= c.changelog_max_record_bytes <= 1 << 30, "scale.changelog_max_record_bytes",

@@ -42,16 +42,16 @@ import socket
 import struct
 import time
 from collections.abc import Callable, Sequence
-from typing import cast
+from typing import NamedTuple, cast
 
-from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 from kafka.errors import KafkaTimeoutError
 from kafka.structs import ConsumerGroupMetadata
 
 from ..config import KafkaSettings
 from ..errors import ServiceError
 from .observe import NULL_METER, NULL_READY, Meter, Ready
-from .retry import Backoff
+from .retry import Backoff, TransactionAborted
 from .route import Output
 from .sink import KafkaSink, Sent, is_permanent, producer_config
 
@@ -74,10 +74,6 @@ _CGMD_MAGIC = b"CGMDv2:"  # librdkafka's rd_kafka_consumer_group_metadata_write 
 GROUP_FENCED = frozenset({KafkaError.ILLEGAL_GENERATION, KafkaError.UNKNOWN_MEMBER_ID,
                           KafkaError.FENCED_INSTANCE_ID, KafkaError.REBALANCE_IN_PROGRESS})
 SAID_AGAIN_AFTER_S = 30.0  # an abort for the reason said last is said again after this
-
-
-class TransactionAborted(Exception):
-    """The batch's transaction was aborted (or fenced): none of it is visible; decide it again."""
 
 
 def group_metadata(meta: ConsumerGroupMetadata) -> bytes:
@@ -148,19 +144,29 @@ class TransactionalSink(KafkaSink):
             _raise_retriable(exc.args[0])
             raise
 
+    def begin(self) -> None:
+        """Begin a transaction unless one is open."""
+        if self._opened is not None:
+            return
+        try:
+            self.producer.begin_transaction()
+        except KafkaException as exc:  # fenced while no transaction was open
+            if not exc.args[0].fatal():
+                raise
+            self._renew("another producer took this transactional id while no "
+                        "transaction was open")
+            self.producer.begin_transaction()
+        self._opened = time.monotonic()
+
     def send(self, outputs: Sequence[Output]) -> Sent:
         """Begin a transaction unless one is open, then hand the outputs to the producer."""
-        if self._opened is None:
-            try:
-                self.producer.begin_transaction()
-            except KafkaException as exc:  # fenced while no transaction was open
-                if not exc.args[0].fatal():
-                    raise
-                self._renew("another producer took this transactional id while no "
-                            "transaction was open")
-                self.producer.begin_transaction()
-            self._opened = time.monotonic()
+        self.begin()
         return super().send(outputs)
+
+    def changelog_producer(self) -> ChangelogProducer:
+        """The changelog records' producer of `scale.scope: key`: this one, inside the same
+        transactions as the outputs."""
+        return ChangelogProducer(self)
 
     def commit(self, sent: Sent, offsets: dict[tuple[str, int], int],
                group: ConsumerGroupMetadata) -> None:
@@ -195,6 +201,10 @@ class TransactionalSink(KafkaSink):
         except KafkaException as exc:
             self._failed(exc.args[0])
         self._opened = None
+
+    def fail(self, err: KafkaError) -> None:
+        """A changelog record failed in a way that dooms the transaction."""
+        self._failed(err)
 
     def _failed(self, err: KafkaError) -> None:
         """Abort after an abortable error, or take a new producer after a fatal one (fenced);
@@ -271,3 +281,74 @@ class TransactionalSink(KafkaSink):
                 log.warning("the open transaction was not aborted (the broker aborts it after "
                             "kafka.transaction_timeout_ms) error=%s", exc)
         super().close()
+
+
+class Written(NamedTuple):
+    """Where a changelog record was written (as kafka-python's record metadata says it)."""
+
+    offset: int
+
+
+class _Sent:
+    """A changelog record handed to the transactional producer, as `ChangelogStore` waits on a
+    kafka-python send (`is_done`, `succeeded`, `value.offset`, `exception`)."""
+
+    __slots__ = ("error", "exception", "is_done", "value")
+
+    def __init__(self) -> None:
+        self.is_done = False
+        self.value: Written | None = None
+        self.exception: Exception | None = None
+        self.error: KafkaError | None = None
+
+    def answered(self, err: KafkaError | None, msg: Message | None) -> None:
+        self.is_done = True
+        self.error = err
+        if err is None and msg is not None:
+            self.value = Written(msg.offset())
+        if err is not None:
+            self.exception = (KafkaTimeoutError(err.str()) if err.retriable()
+                              else ServiceError(err.str()))
+
+    def succeeded(self) -> bool:
+        return self.is_done and self.exception is None
+
+
+class ChangelogProducer:
+    """kafka-python's producer as `ChangelogStore` uses it (`send`, `flush`, `close`), over the
+    transactional sink's producer: a changelog record begins the transaction if none is open,
+    so the batch's state goes into the transaction of its outputs and offsets (or of the batch
+    before, committed first). `flush` raises TransactionAborted, the transaction aborted, when a
+    record failed in a way that dooms it (fenced, abortable)."""
+
+    def __init__(self, sink: TransactionalSink) -> None:
+        self.sink = sink
+        self._pending: list[_Sent] = []
+
+    def send(self, topic: str, key: bytes, value: bytes | None, partition: int) -> _Sent:
+        self.sink.begin()
+        sent = _Sent()
+        while True:
+            try:
+                self.sink.producer.produce(topic, value, key, partition, on_delivery=sent.answered)
+                break
+            except BufferError:  # the local queue is full: serve reports until it drains
+                self.sink.producer.poll(0.05)
+            except KafkaException as exc:  # fenced: the transaction is lost
+                self.sink.fail(exc.args[0])
+        self._pending.append(sent)
+        return sent
+
+    def flush(self, timeout: float) -> None:
+        left = self.sink.producer.flush(timeout)
+        done = [s for s in self._pending if s.is_done]
+        self._pending = [s for s in self._pending if not s.is_done]
+        doomed = next((s.error for s in done if s.error is not None
+                       and (s.error.fatal() or s.error.txn_requires_abort())), None)
+        if doomed is not None:
+            self.sink.fail(doomed)
+        if left:
+            raise KafkaTimeoutError(f"{left} records not acknowledged within {timeout:.1f} s")
+
+    def close(self, timeout: float) -> None:
+        """The sink closes the producer."""

@@ -81,11 +81,10 @@ from typing import Any, Protocol
 from .. import collector
 from ..config import Settings
 from ..kafka.observe import NULL_METER, NULL_READY, STATE_OPEN, Meter, Ready
-from ..kafka.retry import GaveUp, Shutdown
+from ..kafka.retry import GaveUp, Shutdown, TransactionAborted
 from ..kafka.route import InputRecord, Output, decode_batch, first_offsets, next_offsets, route
 from ..kafka.source import BACKLOG_RECORDS
 from ..kafka.topics import configured_topics
-from ..kafka.transaction import TransactionAborted
 from ..records import DeadLetter, Message, Verdict
 from .lifecycle import close_all, require_topics
 
@@ -281,7 +280,12 @@ class Service:
             if before is not None:
                 self._deliver(before.records, before.decoded, verdicts)
         else:
-            verdicts = self.engine.process(messages)
+            try:
+                verdicts = self.engine.process(messages)
+            except TransactionAborted:  # a changelog record doomed the transaction (scope key)
+                batch, self._in_flight = self._in_flight, None
+                self._rewind([*(batch.records if batch else ()), *records])
+                return len(records)
             seconds["engine"] += clock() - t2
             self._deliver(records, decoded, verdicts)
         t5 = clock()
@@ -380,12 +384,18 @@ class Service:
     def _rewind(self, records: Sequence[InputRecord]) -> None:
         """After an aborted transaction: drop the batch being decided and have the source poll
         `records`' partitions from their first records again (the engine then gives every
-        message it decided already its first verdict)."""
+        message it decided already its first verdict). A decider with `forget` (scope key)
+        drops those partitions' local state, which holds the aborted changelog records: it is
+        restored from the committed changelog before their next record is decided."""
         deciding, self._deciding = self._deciding, None
         if deciding is not None:
             self.engine.result()
             records = [*records, *deciding.records]
-        self.source.rewind(first_offsets(records))
+        offsets = first_offsets(records)
+        forget = getattr(self.engine, "forget", None)  # scope key: state the changelog lacks
+        if forget is not None:
+            forget(list(offsets))
+        self.source.rewind(offsets)
 
     def _observe(self, records: Sequence[InputRecord], verdicts: Sequence[Verdict],
                  outputs: Sequence[Output]) -> None:

@@ -72,17 +72,26 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Protocol
 
-from kafka import KafkaProducer
 from kafka.errors import KafkaError, KafkaTimeoutError
 
 from ..engine.snapshots import LOCAL_SNAPSHOTS
 from ..errors import ServiceError
-from ..kafka.retry import Backoff, GaveUp, is_retriable
+from ..kafka.retry import Backoff, GaveUp, TransactionAborted, is_retriable
 from ..state.store import COLUMN_FAMILIES, KVStore, WriteSet
 from . import checkpoint
 
 log = logging.getLogger(__name__)
+
+
+class Producer(Protocol):
+    """What a store sends its records with: kafka-python's `KafkaProducer`, or under
+    exactly_once the transactional sink's producer (`kafka.transaction.ChangelogProducer`)."""
+
+    def send(self, topic: str, key: bytes, value: bytes | None, partition: int) -> Any: ...
+    def flush(self, timeout: float) -> None: ...
+    def close(self, timeout: float) -> None: ...
 _TAG = {cf: bytes([i]) for i, cf in enumerate(COLUMN_FAMILIES)}
 LOCAL_ONLY = LOCAL_SNAPSHOTS
 RESTORE_BATCH = 20_000  # records applied to the store per write while restoring
@@ -129,7 +138,7 @@ class ChangelogStore:
     `backoff` (the service's) makes `flush` retry while the broker is away; `checkpoint_dir`
     (the directory of a RocksDB `inner`) makes `close` write its checkpoint when in sync."""
 
-    def __init__(self, inner: KVStore, producer: KafkaProducer, topic: str, partition: int,
+    def __init__(self, inner: KVStore, producer: Producer, topic: str, partition: int,
                  backoff: Backoff | None = None, checkpoint_dir: str | None = None) -> None:
         self.inner = inner
         self.producer = producer
@@ -197,7 +206,7 @@ class ChangelogStore:
                 self._attempt(timeout_s)
             else:
                 self.backoff.call(f"flushing {self.name}", lambda: self._attempt(timeout_s))
-        except GaveUp:
+        except (GaveUp, TransactionAborted):
             raise
         except Exception as exc:
             if is_retriable(exc):

@@ -38,15 +38,16 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from kafka import KafkaProducer, TopicPartition
+from kafka import TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 
 from ..config import Settings
 from ..engine.batch import Engine, EngineStats
 from ..kafka.retry import Backoff
 from ..kafka.topics import admin
+from ..kafka.transaction import ChangelogProducer
 from ..records import Message, Verdict
-from .changelog import ChangelogStore
+from .changelog import ChangelogStore, Producer
 from .restore import changelog_end, changelog_producer, ensure_changelog_topics, open_state
 
 log = logging.getLogger(__name__)
@@ -73,7 +74,7 @@ class PartitionEngines(ConsumerRebalanceListener):
     stops the process.
     """
 
-    def __init__(self, settings: Settings, state_root: str, producer: KafkaProducer,
+    def __init__(self, settings: Settings, state_root: str, producer: Producer,
                  end_of: Callable[[str, int], int] | None = None,
                  backoff: Backoff | None = None) -> None:
         self.settings = settings
@@ -154,6 +155,18 @@ class PartitionEngines(ConsumerRebalanceListener):
             store.close()
             raise
 
+    def forget(self, partitions: Sequence[Partition]) -> None:
+        """Exactly once: a transaction holding changelog records of these partitions was
+        aborted, so their local state is ahead of the changelog. Close it without a checkpoint;
+        the next record of each restores it from the committed changelog."""
+        for tp in partitions:
+            owned = self.active.pop(tp, None) or self.suspended.pop(tp, None)
+            if owned is not None:
+                owned.store.detach()
+                owned.engine.close()
+                log.info("partition state dropped after an aborted transaction partition=%s/%d",
+                         *tp)
+
     def close(self) -> None:
         """Close every engine, then the changelog producer (each tried; the first failure is
         raised after all). A store whose records were all acknowledged writes its checkpoint
@@ -205,10 +218,11 @@ class PartitionEngines(ConsumerRebalanceListener):
                 owned.engine.close()
 
 
-def open_partitioned(settings: Settings, state_root: str,
-                     backoff: Backoff | None = None) -> PartitionEngines:
+def open_partitioned(settings: Settings, state_root: str, backoff: Backoff | None = None,
+                     producer: ChangelogProducer | None = None) -> PartitionEngines:
     """Make sure each input topic has its changelog (compacted, as many partitions as the
-    input), and the decider with its changelog producer, retrying flushes with `backoff`.
+    input), and the decider with its changelog producer (`producer`, the transactional
+    sink's under exactly_once, else one of its own), retrying flushes with `backoff`.
     Input topics that do not exist are left to `Service.check_topics`, which names them."""
     k, c = settings.kafka, settings.scale
     with admin(k) as client:
@@ -217,7 +231,7 @@ def open_partitioned(settings: Settings, state_root: str,
                                 for t in described if t["error_code"] == 0},
                             c.changelog_max_record_bytes)
     return PartitionEngines(settings, state_root,
-                            changelog_producer(k, c.changelog_max_record_bytes),
+                            producer or changelog_producer(k, c.changelog_max_record_bytes),
                             backoff=backoff)
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
+from kafka import KafkaProducer
 from kafka_helpers import (
     REPO,
     file_mode_uniques,
@@ -31,8 +32,9 @@ from kafka_helpers import (
     stream_lines,
     wait_drained,
 )
+from test_scale_key import channel_of, per_key_verdicts
 
-from stream_dedup.config import Settings
+from stream_dedup.config import ScaleSettings, Settings
 from stream_dedup.decode import decode
 from stream_dedup.kafka.topics import LagWatch, group_lag
 
@@ -166,6 +168,59 @@ def test_kill9_five_times_one_inside_a_commit(kafka_bootstrap, unique_topic, kca
           f"with {kills} committed "
           f"(the first inside a commit); lost {lost}, committed twice {twice}")
     assert (lost, twice) == (0, 0)
+
+
+def test_kill9_five_times_scope_key(kafka_bootstrap, unique_topic, changelogs, kcat,
+                                   tmp_path):
+    """`scale.scope: key`, the changelog records in the outputs' transactions: five SIGKILLs
+    (the first inside a commit), a restart after each on the same state. Each restart restores
+    the partitions from the committed changelog; read_committed sees every input once, with
+    the verdicts of an engine per key over that key's messages."""
+    _, lines = stream_lines(20_000)
+    topics = make_topics(unique_topic, input_partitions=6)
+    settings = _eos(service_settings(kafka_bootstrap, topics, f"eos-key-{uuid.uuid4().hex[:8]}",
+                                     poll_batch_size=500))
+    settings = dataclasses.replace(settings, scale=ScaleSettings(scope="key"))
+    changelogs.append(settings.scale.changelog_for(settings.kafka.group_id, topics["input"]))
+    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, acks="all", linger_ms=20)
+    try:
+        for raw in lines:
+            producer.send(topics["input"], key=channel_of(raw), value=raw)
+        producer.flush()
+    finally:
+        producer.close()
+    state, log = tmp_path / "state", tmp_path / "service.log"
+    key = {"STREAM_DEDUP__SCALE__SCOPE": "key"}
+    rng = random.Random()
+    proc = start_service(settings, state, log, script=_KILLED_IN_COMMIT,
+                         env={**key, "KILL_AT_COMMIT": str(rng.randint(3, 8))})
+    assert proc.wait(180) == -signal.SIGKILL, log.read_text(errors="replace")[-3000:]
+    k = settings.kafka
+    kills = [len(lines) - group_lag(k.bootstrap_servers, k.group_id, k.input_topics)]
+    for lag_point in sorted(rng.sample(range(3_000, 15_000), 4), reverse=True):
+        proc = start_service(settings, state, log, env=key)
+        try:
+            _wait_lag_below(settings, lag_point, lambda p=proc: p.poll() is None,
+                            timeout_s=180)
+            time.sleep(rng.uniform(0.0, 0.1))
+        finally:
+            proc.kill()
+            proc.wait()
+        kills.append(len(lines) - group_lag(k.bootstrap_servers, k.group_id, k.input_topics))
+    proc = start_service(settings, state, log, env=key)
+    try:
+        wait_drained(settings, timeout_s=180, alive=lambda: proc.poll() is None)
+    finally:
+        stop_service(proc, log)
+    lost, twice = _check_exactly_once(kcat, settings, topics, lines, one_partition=False)
+    truth = per_key_verdicts(settings, lines)
+    unique = set(_committed_ids(kcat, k.bootstrap_servers, topics["output"]))
+    wrong = {i for i, (dup, _) in truth.items() if (i in unique) == dup}
+    print(f"\nexactly once, scope key, kill -9: {len(lines)} records, SIGKILL with {kills} "
+          f"committed (the first inside a commit); lost {lost}, committed twice {twice}, "
+          f"{len(wrong)} verdicts unlike an engine per key")
+    assert (lost, twice) == (0, 0)
+    assert not wrong, sorted(wrong)[:5]
 
 
 def test_broker_killed_and_restarted(kafka_bootstrap, unique_topic, kcat, tmp_path):

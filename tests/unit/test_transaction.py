@@ -18,9 +18,9 @@ from stream_dedup.config_file import settings_from_dict
 from stream_dedup.engine.batch import Engine
 from stream_dedup.errors import ConfigError
 from stream_dedup.kafka.headers import as_dict
-from stream_dedup.kafka.retry import Shutdown
+from stream_dedup.kafka.retry import Shutdown, TransactionAborted
 from stream_dedup.kafka.route import Output
-from stream_dedup.kafka.transaction import TransactionAborted, group_metadata, transactional_id
+from stream_dedup.kafka.transaction import group_metadata, transactional_id
 from stream_dedup.runtime.service import Service
 from stream_dedup.state import MemoryStore
 
@@ -195,8 +195,8 @@ def test_the_transactional_id_is_one_per_state_directory() -> None:
 
 @pytest.mark.parametrize(("config", "key", "allowed"), [
     ({"kafka": {"guarantee": "exactly-once"}}, "kafka.guarantee", "exactly_once"),
-    ({"kafka": {"guarantee": "exactly_once"}, "scale": {"scope": "key"}}, "kafka.guarantee",
-     "at_least_once with scale.scope key"),
+    ({"kafka": {"guarantee": "exactly_once"}, "scale": {"scope": "global"}}, "kafka.guarantee",
+     "at_least_once with scale.scope global"),
     ({"kafka": {"transaction_timeout_ms": 500}}, "kafka.transaction_timeout_ms", "1000.."),
     ({"kafka": {"transactional_id": ""}}, "kafka.transactional_id", "null"),
 ])
