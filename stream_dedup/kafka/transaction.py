@@ -27,6 +27,10 @@ their first verdicts, so exactly one committed copy exists):
 - Any other abortable error (a delivery that failed for good inside the transaction).
 Retriable errors (the broker away, a timeout) are retried with the service's backoff.
 
+Under `scale.scope: key` each partition's changelog records go into the same transactions
+(`ChangelogProducer`, the sink's producer as `ChangelogStore` sends with), so the committed
+changelog holds exactly the decisions whose outputs were committed.
+
 The transactional id (`kafka.transactional_id`, by default derived from the group, the host and
 the state path) is stable across restarts of one instance: `init_transactions` of the restarted
 instance aborts what the killed one left open at once, instead of read_committed consumers

@@ -59,12 +59,15 @@ checkpoint is not trusted when it names another changelog partition, when its of
 the partition's current range (topic recreated, records deleted), or when it is older than
 `scale.checkpoint_max_age_s` (a tombstone written after it may be compacted away by then).
 
-Not covered: fencing. A paused (not dead) old owner that wakes up after its partition moved can
-still append records to the changelog before it learns of the rebalance (the batch it was
-deciding, re-sent after a broker or network outage too), and the new owner's state does not
-contain them: a later restore of that partition would. Kafka Streams fences such zombies with
-transactions (`exactly_once_v2`); they are not used here. The old owner detaches the store (and
-drops its unacknowledged records) as soon as the rebalance reaches it.
+Fencing, under `kafka.guarantee: at_least_once` only: a paused (not dead) old owner that wakes up
+after its partition moved can still append records to the changelog before it learns of the
+rebalance (the batch it was deciding, re-sent after a broker or network outage too), and the new
+owner's state does not contain them: a later restore of that partition would. The old owner
+detaches the store (and drops its unacknowledged records) as soon as the rebalance reaches it.
+Under `exactly_once` the records go through the transactional sink's producer
+(`kafka.transaction.ChangelogProducer`) inside the outputs' transactions, which the group fences
+as Kafka Streams' `exactly_once_v2` does: such records are aborted, and restores read committed
+records only.
 """
 
 from __future__ import annotations
