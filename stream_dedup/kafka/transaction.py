@@ -213,7 +213,8 @@ class TransactionalSink(KafkaSink):
     def _failed(self, err: KafkaError) -> None:
         """Abort after an abortable error, or take a new producer after a fatal one (fenced);
         either way raise TransactionAborted."""
-        if not err.fatal():
+        # _FATAL: what a fatal producer answers every later call with
+        if not (err.fatal() or err.code() == KafkaError._FATAL):
             self.abort(f"fenced by the group: this member's generation is over (its partitions "
                        f"moved to another member): {err.name()}" if err.code() in GROUP_FENCED
                        else f"{err.name()}: {err.str()}")

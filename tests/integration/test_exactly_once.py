@@ -170,25 +170,40 @@ def test_kill9_five_times_one_inside_a_commit(kafka_bootstrap, unique_topic, kca
     assert (lost, twice) == (0, 0)
 
 
-def test_kill9_five_times_scope_key(kafka_bootstrap, unique_topic, changelogs, kcat,
-                                   tmp_path):
-    """`scale.scope: key`, the changelog records in the outputs' transactions: five SIGKILLs
-    (the first inside a commit), a restart after each on the same state. Each restart restores
-    the partitions from the committed changelog; read_committed sees every input once, with
-    the verdicts of an engine per key over that key's messages."""
+def _preloaded_keyed(bootstrap, unique_topic, changelogs, group: str, **kafka: object):
+    """(lines, topics, settings) of `scale.scope: key` under exactly_once: 20,000 lines of the
+    stream in a 6-partition input topic, keyed by channel (`test_scale_key`)."""
     _, lines = stream_lines(20_000)
     topics = make_topics(unique_topic, input_partitions=6)
-    settings = _eos(service_settings(kafka_bootstrap, topics, f"eos-key-{uuid.uuid4().hex[:8]}",
-                                     poll_batch_size=500))
+    settings = _eos(service_settings(bootstrap, topics, f"{group}-{uuid.uuid4().hex[:8]}"),
+                    **kafka)
     settings = dataclasses.replace(settings, scale=ScaleSettings(scope="key"))
     changelogs.append(settings.scale.changelog_for(settings.kafka.group_id, topics["input"]))
-    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, acks="all", linger_ms=20)
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=20)
     try:
         for raw in lines:
             producer.send(topics["input"], key=channel_of(raw), value=raw)
         producer.flush()
     finally:
         producer.close()
+    return lines, topics, settings
+
+
+def _unlike_per_key(kcat: str, settings: Settings, topics: dict[str, str], lines) -> set[str]:
+    """Ids whose committed verdict (output or duplicates) is not that of an engine per key."""
+    truth = per_key_verdicts(settings, lines)
+    unique = set(_committed_ids(kcat, settings.kafka.bootstrap_servers, topics["output"]))
+    return {i for i, (dup, _) in truth.items() if (i in unique) == dup}
+
+
+def test_kill9_five_times_scope_key(kafka_bootstrap, unique_topic, changelogs, kcat,
+                                   tmp_path):
+    """`scale.scope: key`, the changelog records in the outputs' transactions: five SIGKILLs
+    (the first inside a commit), a restart after each on the same state. Each restart restores
+    the partitions from the committed changelog; read_committed sees every input once, with
+    the verdicts of an engine per key over that key's messages."""
+    lines, topics, settings = _preloaded_keyed(kafka_bootstrap, unique_topic, changelogs,
+                                               "eos-key", poll_batch_size=500)
     state, log = tmp_path / "state", tmp_path / "service.log"
     key = {"STREAM_DEDUP__SCALE__SCOPE": "key"}
     rng = random.Random()
@@ -213,14 +228,42 @@ def test_kill9_five_times_scope_key(kafka_bootstrap, unique_topic, changelogs, k
     finally:
         stop_service(proc, log)
     lost, twice = _check_exactly_once(kcat, settings, topics, lines, one_partition=False)
-    truth = per_key_verdicts(settings, lines)
-    unique = set(_committed_ids(kcat, k.bootstrap_servers, topics["output"]))
-    wrong = {i for i, (dup, _) in truth.items() if (i in unique) == dup}
+    wrong = _unlike_per_key(kcat, settings, topics, lines)
     print(f"\nexactly once, scope key, kill -9: {len(lines)} records, SIGKILL with {kills} "
           f"committed (the first inside a commit); lost {lost}, committed twice {twice}, "
           f"{len(wrong)} verdicts unlike an engine per key")
     assert (lost, twice) == (0, 0)
     assert not wrong, sorted(wrong)[:5]
+
+
+def test_scope_key_an_aborted_transaction_restores_its_partitions(
+        kafka_bootstrap, unique_topic, changelogs, kcat, tmp_path):
+    """`scale.scope: key`: another producer takes the transactional id mid-run, so the open
+    transaction (outputs, offsets, changelog records) is lost; the partitions' local state,
+    ahead of the changelog now, is restored from it before their next record."""
+    tx_id = f"eos-key-taken-{uuid.uuid4().hex[:8]}"
+    lines, topics, settings = _preloaded_keyed(kafka_bootstrap, unique_topic, changelogs,
+                                               "eos-key-taken", poll_batch_size=500,
+                                               transactional_id=tx_id)
+    log = tmp_path / "service.log"
+    proc = start_service(settings, tmp_path / "state", log,
+                         env={"STREAM_DEDUP__SCALE__SCOPE": "key"})
+    try:
+        _wait_lag_below(settings, len(lines) - 4_000, lambda: proc.poll() is None, 180)
+        other = Producer({"bootstrap.servers": kafka_bootstrap, "transactional.id": tx_id})
+        other.init_transactions(30)
+        wait_drained(settings, timeout_s=180, alive=lambda: proc.poll() is None)
+    finally:
+        stop_service(proc, log)
+    dropped = _lines_of(log, "partition state dropped after an aborted transaction")
+    lost, twice = _check_exactly_once(kcat, settings, topics, lines, one_partition=False)
+    wrong = _unlike_per_key(kcat, settings, topics, lines)
+    print(f"\nexactly once, scope key, transaction lost mid-run: lost {lost}, committed twice "
+          f"{twice}, {len(wrong)} verdicts unlike an engine per key, {len(dropped)} partition "
+          "states restored after it")
+    assert (lost, twice) == (0, 0)
+    assert not wrong, sorted(wrong)[:5]
+    assert dropped and _lines_of(log, "producer fenced")
 
 
 def test_broker_killed_and_restarted(kafka_bootstrap, unique_topic, kcat, tmp_path):
