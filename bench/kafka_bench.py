@@ -5,6 +5,12 @@ exact-dedup recipe as the anchor. Prints figures; it is not a timed test.
                                 [--seconds 12] [--warmup 2] [--profile] [--no-quix]
                                 [--python-clients] [--engine-process child|inline]
                                 [--warm-broker PASSES]
+                                [--guarantee at_least_once,exactly_once] [--rounds 3]
+
+Phases 1 and 2 run for each `kafka.guarantee` (`--guarantee`, both by default, on topics of their
+own): phase 1 `--rounds` times (3), the guarantees taking turns, its figures the median round's
+(a neighbour's load on a shared host moves single runs by a third); then phase 2 once each. The
+run ends with exactly_once's sustained median as a share of at_least_once's.
 
 1. Sustained throughput: the whole stream is in a 6-partition topic first; the service (in this
    process, its engine where `--engine-process` puts it, as `engine.process` does for
@@ -77,6 +83,7 @@ from stream_dedup.kafka.retry import Backoff, Shutdown
 from stream_dedup.kafka.sink import KafkaSink
 from stream_dedup.kafka.source import KafkaSource
 from stream_dedup.kafka.topics import admin, configured_topics, create_topics
+from stream_dedup.kafka.transaction import TransactionalSink, transactional_id
 from stream_dedup.records import DeadLetter
 from stream_dedup.runtime.lifecycle import quiet_kafka_logs
 from stream_dedup.runtime.run import open_decider
@@ -167,6 +174,12 @@ class Timed:
         self.last = time.perf_counter()
         return ok
 
+    def transaction_group(self, offsets: dict[tuple[str, int], int]):  # -> group metadata
+        return self.source.transaction_group(offsets)
+
+    def rewind(self, offsets: dict[tuple[str, int], int]) -> None:
+        self.source.rewind(offsets)
+
     def lags(self) -> dict[tuple[str, int], int]:
         return self.source.lags()
 
@@ -180,6 +193,17 @@ class Timed:
         self.source.close()
 
 
+class TimedTransactions(TransactionalSink):
+    """The transactional sink, noting the end of each commit (the offsets' commit under
+    exactly_once) as `Timed.last`."""
+
+    timed: Timed
+
+    def commit(self, sent, offsets: dict[tuple[str, int], int], group) -> None:
+        super().commit(sent, offsets, group)
+        self.timed.last = time.perf_counter()
+
+
 def throughput(settings: Settings, lines: list[bytes], profile: bool) -> dict[str, float]:
     """Phase 1: the preloaded stream through the in-process service."""
     k = settings.kafka
@@ -188,7 +212,12 @@ def throughput(settings: Settings, lines: list[bytes], profile: bool) -> dict[st
     state = tempfile.mkdtemp(prefix="kafka-bench-state-")
     engine, _ = open_decider(settings, state, backoff)  # as `stream-dedup run` decides
     source = Timed(KafkaSource(k, backoff), len(lines), shutdown)
-    service = Service(settings, engine, source, KafkaSink(k, backoff), shutdown)
+    if k.guarantee == "exactly_once":
+        sink = TimedTransactions(k, backoff, transactional_id(k, state))
+        sink.timed = source
+    else:
+        sink = KafkaSink(k, backoff)
+    service = Service(settings, engine, source, sink, shutdown)
     service.check_topics()  # as `stream-dedup run` does before its first poll
 
     profiler = cProfile.Profile() if profile else None
@@ -201,9 +230,9 @@ def throughput(settings: Settings, lines: list[bytes], profile: bool) -> dict[st
         print_profile(profiler)
     elapsed = source.last - (source.first or source.last)
     busy = sum(stats.seconds.values())
-    print(f"\n[1] sustained: {stats.records:,} records in {elapsed:.2f} s from first poll to last "
-          f"commit = {stats.records / elapsed:,.0f} msgs/s ({stats.batches:,} batches, mean "
-          f"{stats.records / max(stats.batches, 1):,.0f} a batch)")
+    print(f"\n[1] sustained, {k.guarantee}: {stats.records:,} records in {elapsed:.2f} s from "
+          f"first poll to last commit = {stats.records / elapsed:,.0f} msgs/s "
+          f"({stats.batches:,} batches, mean {stats.records / max(stats.batches, 1):,.0f} a batch)")
     print("    time by loop step: " + ", ".join(
         f"{name} {sec:.2f} s ({sec / busy:.0%}, {stats.records / max(sec, 1e-9):,.0f} msgs/s)"
         for name, sec in stats.seconds.items()))
@@ -234,9 +263,12 @@ class Readers:
 
     kcat (librdkafka, C) by default: one `kcat -C` per topic, its records' timestamps read from
     its stdout by a thread each. With `python=True`, one kafka-python consumer polled in `run`.
+    `committed`: read with isolation.level=read_committed (a record arrives when its transaction
+    commits, as for the consumers of a service under exactly_once).
     """
 
-    def __init__(self, bootstrap: str, topics: list[str], python: bool) -> None:
+    def __init__(self, bootstrap: str, topics: list[str], python: bool,
+                 committed: bool = False) -> None:
         self.sent_at: list[int] = []
         self.lat: list[float] = []
         self.first = self.last = 0.0
@@ -246,17 +278,20 @@ class Readers:
         if python:
             # A fetch is answered as soon as one byte is there (fetch_min_bytes 1), so a longer
             # wait when nothing is (100 ms) delays no record and spares the cores empty fetches.
-            self._consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
-                                           fetch_max_wait_ms=100, fetch_min_bytes=1,
-                                           enable_auto_commit=False)
+            self._consumer = KafkaConsumer(
+                bootstrap_servers=bootstrap, group_id=None, fetch_max_wait_ms=100,
+                fetch_min_bytes=1, enable_auto_commit=False,
+                isolation_level="read_committed" if committed else "read_uncommitted")
             tps = [TopicPartition(t, p) for t in topics
                    for p in self._consumer.partitions_for_topic(t)]
             self._consumer.assign(tps)
             self._consumer.seek_to_beginning(*tps)
             return
         for topic in topics:
+            isolation = "read_committed" if committed else "read_uncommitted"
             proc = subprocess.Popen(["kcat", "-C", "-b", bootstrap, "-t", topic, "-o", "beginning",
-                                     "-u", "-q", "-f", "%T\n"], stdout=subprocess.PIPE)
+                                     "-u", "-q", "-X", f"isolation.level={isolation}",
+                                     "-f", "%T\n"], stdout=subprocess.PIPE)
             self._procs.append(proc)
             threading.Thread(target=self._follow, args=(proc,), daemon=True).start()
         time.sleep(1.0)  # their metadata and first fetches, before the feeder starts
@@ -303,7 +338,8 @@ def latency(settings: Settings, lines: list[bytes], rate: float, seconds: float,
     work = Path(tempfile.mkdtemp(prefix="kafka-bench-latency-"))
     log = work / "service.log"
     # No metrics port (other runs on this machine may hold the default); metrics still counted.
-    env = {**service_env(k, work / "state"), "STREAM_DEDUP__METRICS__PORT": "0"}
+    env = {**service_env(k, work / "state"), "STREAM_DEDUP__METRICS__PORT": "0",
+           "STREAM_DEDUP__KAFKA__GUARANTEE": k.guarantee}
     with open(log, "wb") as out:
         service = subprocess.Popen([sys.executable, "-m", "stream_dedup.cli", "run"],
                                    env=env, stdout=out, stderr=out)
@@ -312,7 +348,8 @@ def latency(settings: Settings, lines: list[bytes], rate: float, seconds: float,
         while "partitions assigned" not in log.read_text(errors="replace"):
             assert service.poll() is None and time.monotonic() < deadline, log.read_text()
             time.sleep(0.2)
-        readers = Readers(k.bootstrap_servers, configured_topics(k)[1:], python_clients)
+        readers = Readers(k.bootstrap_servers, configured_topics(k)[1:], python_clients,
+                          committed=k.guarantee == "exactly_once")
         feeder = multiprocessing.get_context("spawn").Process(
             target=feed, args=(k.bootstrap_servers, k.input_topics[0], lines[:n], rate,
                                python_clients))
@@ -340,7 +377,8 @@ def latency(settings: Settings, lines: list[bytes], rate: float, seconds: float,
                          "--rate, or give a longer --input")
     lat.sort()
     clients = "kafka-python" if python_clients else "kcat"
-    print(f"\n[2] latency at an offered {rate:,.0f} msgs/s ({clients} feeder and readers): "
+    print(f"\n[2] latency, {k.guarantee}, at an offered {rate:,.0f} msgs/s ({clients} feeder "
+          "and readers): "
           f"{got:,}/{n:,} records out in {readers.last - readers.first:.1f} s "
           f"({got / max(readers.last - readers.first, 1e-9):,.0f} msgs/s); input timestamp to "
           f"output, the {len(measured):,} records after a {warmup:g} s warm-up: p50 "
@@ -466,16 +504,40 @@ def quix(k: KafkaSettings, total: int) -> dict[str, float]:
 
 def phases(bootstrap: str, name: str, lines: list[bytes], args: argparse.Namespace,
            engine: EngineSettings, profile: bool) -> dict[str, dict[str, float]]:
-    """Phases 1 and 2 on topics of their own, named after `name`."""
-    k1 = sustained_topics(bootstrap, name)
-    create_topics(k1)
-    preload(k1, lines)
-    results = {"throughput": throughput(Settings(kafka=k1, engine=engine), lines, profile)}
-    if args.seconds > 0:
-        k2 = topic_settings(bootstrap, f"{name}-b")
+    """Phases 1 and 2 for each guarantee, on topics of their own named after `name`; keys
+    "throughput" and "latency" for at_least_once, with "_exactly_once" after them for it.
+    Phase 1 runs `--rounds` times, the guarantees taking turns, and its figures are the median
+    round's: a neighbour's load on a shared host moves single runs by a third."""
+    results: dict[str, dict[str, float]] = {}
+    rounds: dict[str, list[dict[str, float]]] = {g: [] for g in args.guarantee}
+    for r in range(args.rounds):
+        for guarantee in args.guarantee:
+            named = f"{name}-e" if guarantee == "exactly_once" else name
+            k1 = dataclasses.replace(
+                sustained_topics(bootstrap, f"{named}-r{r}" if r else named), guarantee=guarantee)
+            create_topics(k1)
+            preload(k1, lines)
+            rounds[guarantee].append(throughput(Settings(kafka=k1, engine=engine), lines,
+                                                profile and r == 0))
+    for guarantee, figures in rounds.items():
+        suffix = "_exactly_once" if guarantee == "exactly_once" else ""
+        ordered = sorted(figures, key=lambda f: f["msgs_per_s"])
+        results[f"throughput{suffix}"] = {**ordered[len(ordered) // 2], "rounds": len(ordered)}
+        each = ", ".join(f"{f['msgs_per_s']:,.0f}" for f in figures)
+        print(f"\n[1] sustained, {guarantee}, median of {len(ordered)} rounds: "
+              f"{ordered[len(ordered) // 2]['msgs_per_s']:,.0f} msgs/s (rounds: {each})")
+    for guarantee in args.guarantee if args.seconds > 0 else ():
+        eos = guarantee == "exactly_once"
+        suffix, named = ("_exactly_once", f"{name}-e") if eos else ("", name)
+        k2 = dataclasses.replace(topic_settings(bootstrap, f"{named}-b"), guarantee=guarantee)
         create_topics(k2, partitions=6)
-        results["latency"] = latency(Settings(kafka=k2), lines, args.rate, args.seconds,
-                                     args.warmup, args.python_clients)
+        results[f"latency{suffix}"] = latency(Settings(kafka=k2), lines, args.rate,
+                                              args.seconds, args.warmup, args.python_clients)
+    if {"throughput", "throughput_exactly_once"} <= results.keys():
+        share = (results["throughput_exactly_once"]["msgs_per_s"]
+                 / results["throughput"]["msgs_per_s"])
+        results["exactly_once_cost"] = {"sustained_share": share}
+        print(f"\nexactly_once sustained {share:.2f}x of at_least_once's (medians)")
     return results
 
 
@@ -499,7 +561,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--engine-process", choices=("child", "inline"),
                    default=Settings().engine.process,
                    help="where the service runs its engine (`engine.process`), both phases")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="phase 1 runs this many times, the guarantees taking turns; its "
+                        "figures are the median round's (default 3)")
+    p.add_argument("--guarantee", type=lambda v: v.split(","),
+                   default=["at_least_once", "exactly_once"],
+                   help="the kafka.guarantee values to run phases 1 and 2 with, in order "
+                        "(comma-separated; default both)")
     args = p.parse_args(argv)
+    bad = set(args.guarantee) - {"at_least_once", "exactly_once"}
+    if bad:
+        p.error(f"--guarantee: {', '.join(sorted(bad))} (allowed: at_least_once, exactly_once)")
     engine = dataclasses.replace(Settings().engine, process=args.engine_process)
     os.environ["STREAM_DEDUP__ENGINE__PROCESS"] = args.engine_process  # phase 2's `run`
     import logging
@@ -519,12 +591,13 @@ def main(argv: list[str] | None = None) -> int:
         for i in range(1, passes + 1):
             with redirect_stdout(io.StringIO()):
                 warm = phases(bootstrap, f"{name}-w{i}", lines, args, engine, profile=False)
-            p99 = f", p99 {warm['latency']['p99_ms']:.0f} ms" if "latency" in warm else ""
-            print(f"[0] broker warm-up pass {i} of {passes}, not counted: sustained "
-                  f"{warm['throughput']['msgs_per_s']:,.0f} msgs/s{p99}", flush=True)
+            said = ", ".join(f"{key} {fig['msgs_per_s']:,.0f} msgs/s" if "msgs_per_s" in fig
+                             else f"{key} p99 {fig['p99_ms']:.0f} ms"
+                             for key, fig in warm.items() if "p99_ms" in fig or "msgs_per_s" in fig)
+            print(f"[0] broker warm-up pass {i} of {passes}, not counted: {said}", flush=True)
         results = phases(bootstrap, name, lines, args, engine, args.profile)
         k1 = sustained_topics(bootstrap, name)  # phase 1's input, Quix Streams' too
-        if not args.no_quix:
+        if not args.no_quix and "throughput" in results:
             results["quix"] = quix(k1, len(lines))
             print(f"\nside by side: stream-dedup {results['throughput']['msgs_per_s']:,.0f} "
                   f"msgs/s (near + exact dedup) vs Quix Streams "

@@ -210,6 +210,13 @@ class KafkaSettings:
     retry_backoff_max_s: float = 10.0  # the wait doubles up to this
     shutdown_timeout_s: float = 30.0  # after SIGTERM: give up flushing/committing after this
     linger_ms: int = 5  # the producer gathers outputs this long into one request
+    # at_least_once: outputs acknowledged, then offsets committed (a crash writes the uncommitted
+    # batch again). exactly_once: a batch's outputs and offsets in one transaction
+    # (`kafka/transaction.py`; read_committed consumers see each input's output once).
+    guarantee: Literal["at_least_once", "exactly_once"] = "at_least_once"
+    transactional_id: str | None = None  # exactly_once; None: derived from the group, the host
+    # and the state path, so that a restarted instance aborts what it left open at once
+    transaction_timeout_ms: int = 60000  # the broker aborts a transaction open this long
     partitions: int = 6  # `topics create`: partitions of every topic it makes
     replication_factor: int = 1  # `topics create`
     # Security (`kafka/security.py`; docs/security.md). Passwords never live in this file: only

@@ -214,6 +214,9 @@ def _check_kafka(k: KafkaSettings, need: Any) -> None:
     need(k.retry_backoff_max_s >= k.retry_backoff_s, "kafka.retry_backoff_max_s",
          "must be at least kafka.retry_backoff_s", f">= {k.retry_backoff_s}")
     need(k.linger_ms >= 0, "kafka.linger_ms", "out of range", ">= 0")
+    need(k.transactional_id != "", "kafka.transactional_id", "is empty", "a name or null")
+    need(1000 <= k.transaction_timeout_ms <= 900000, "kafka.transaction_timeout_ms",
+         "out of range", "1000..900000 (the broker's transaction.max.timeout.ms by default)")
     need(k.partitions >= 1, "kafka.partitions", "out of range", ">= 1")
     need(k.replication_factor >= 1, "kafka.replication_factor", "out of range", ">= 1")
     _check_kafka_security(k, need)
@@ -233,6 +236,11 @@ def _check_scale(s: Settings, need: Any) -> None:
          f"names a topic the service also reads or writes ({', '.join(sorted(clash))})",
          "a topic of its own")
     need(c.restore_timeout_s > 0, "scale.restore_timeout_s", "out of range", "> 0")
+    # Under global, each stage's topics would need transactions of their own
+    # (docs/exactly-once.md).
+    need(k.guarantee == "at_least_once" or c.scope != "global", "kafka.guarantee",
+         "exactly_once is built for scale.scope process and key, not global",
+         "at_least_once with scale.scope global")
     need(c.checkpoint_max_age_s >= 0, "scale.checkpoint_max_age_s", "out of range",
          ">= 0 (0: always restore in full)")
     need(1 << 20 <= c.changelog_max_record_bytes <= 1 << 30, "scale.changelog_max_record_bytes",

@@ -24,6 +24,11 @@ class GaveUp(Exception):
     """The service is stopping and its shutdown time ran out before the step succeeded."""
 
 
+class TransactionAborted(Exception):
+    """`kafka.guarantee: exactly_once`: the batch's transaction was aborted (or fenced), none of
+    it is visible; the service decides the batch again (`kafka/transaction.py`)."""
+
+
 def is_retriable(exc: BaseException) -> bool:
     return isinstance(exc, KafkaError) and bool(getattr(exc, "retriable", False))
 

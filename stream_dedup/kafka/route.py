@@ -96,6 +96,15 @@ def route(records: Sequence[InputRecord], decoded: Sequence[Message | DeadLetter
     return outputs
 
 
+def first_offsets(records: Sequence[InputRecord]) -> dict[tuple[str, int], int]:
+    """The first offset of each (topic, partition) of `records`: where to poll them again."""
+    out: dict[tuple[str, int], int] = {}
+    for r in records:
+        tp = (r.topic, r.partition)
+        out[tp] = min(out.get(tp, r.offset), r.offset)
+    return out
+
+
 def next_offsets(records: Sequence[InputRecord]) -> dict[tuple[str, int], int]:
     """The offset to commit for each (topic, partition) of a batch: its last offset + 1."""
     out: dict[tuple[str, int], int] = {}

@@ -193,7 +193,7 @@ class KafkaSink:
         `WAIT_LOG_EVERY_S` while the broker is away."""
         started = last_said = time.monotonic()
         while sent.pending:
-            self.producer.poll(POLL_SLICE_S)
+            self._serve(POLL_SLICE_S)
             if not sent.pending:
                 return
             if self.backoff.give_up():
@@ -202,6 +202,10 @@ class KafkaSink:
                 last_said = time.monotonic()
                 log.warning("outputs not acknowledged yet, still waiting (is the broker away?) "
                             "waited_s=%.0f", last_said - started)
+
+    def _serve(self, seconds: float) -> None:
+        """Serve delivery reports for up to `seconds`."""
+        self.producer.poll(seconds)
 
     def close(self) -> None:
         """Wait up to `kafka.commit_timeout_s` for what the producer still holds."""

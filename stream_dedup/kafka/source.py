@@ -23,7 +23,7 @@ import logging
 from collections.abc import Callable, Sequence
 from operator import attrgetter
 
-from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
+from kafka import ConsumerGroupMetadata, KafkaConsumer, OffsetAndMetadata, TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from kafka.errors import (
     CommitFailedError,
@@ -138,6 +138,10 @@ class KafkaSource:
             reconnect_backoff_max_ms=int(s.retry_backoff_max_s * 1000),
             bootstrap_timeout_ms=int(s.commit_timeout_s * 1000),
             allow_auto_create_topics=False,
+            # exactly_once: only committed input, and committed offsets only once no transaction
+            # holds them pending (a member taking over waits for the one before it to finish).
+            isolation_level=("read_committed" if s.guarantee == "exactly_once"
+                             else "read_uncommitted"),
             # Small per-partition fetches interleave the partitions finely, so that a batch
             # sorted by timestamp (see `poll`) is close to the order the records were produced.
             max_partition_fetch_bytes=PARTITION_FETCH_BYTES,
@@ -269,6 +273,29 @@ class KafkaSource:
         self.metrics.count_error("broker")
         self.ready.set(BROKER_REACHABLE, False, f"commit failed: {exc}")
         log.warning("commit failed; the next commit carries its offsets error=%s", exc)
+
+    def transaction_group(self, offsets: dict[tuple[str, int], int]
+                          ) -> ConsumerGroupMetadata | None:
+        """The group metadata to commit these offsets with in a transaction (the broker refuses
+        them from a generation that is over), or None when this member may not: it is not in
+        the group (a pause past the session timeout; a transactional commit without a
+        generation would be accepted) or no longer owns one of their partitions."""
+        meta = self.consumer.group_metadata()
+        owned = self._assignment()
+        if (meta.generation_id < 0 or not meta.member_id
+                or any(TopicPartition(t, p) not in owned for t, p in offsets)):
+            return None
+        return meta
+
+    def rewind(self, offsets: dict[tuple[str, int], int]) -> None:
+        """Poll owned partitions from these offsets again (the batches after them were
+        dropped); partitions not owned any more start from their committed offsets anyway."""
+        owned = self._assignment()
+        for (t, p), offset in offsets.items():
+            tp = TopicPartition(t, p)
+            if tp in owned:
+                self.consumer.seek(tp, offset)
+                self._last.pop(tp, None)
 
     def lags(self) -> dict[tuple[str, int], int]:
         """Records after this consumer's position, per owned partition: the high watermark of

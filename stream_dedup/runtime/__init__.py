@@ -13,7 +13,9 @@ and input offsets are committed only after the last step before them succeeded, 
 point replays at most the uncommitted batch. Replay is safe because the engine stores every
 message id with its first verdict: a replayed message is emitted again with that verdict, never
 as a duplicate of its own earlier pass. Delivery is therefore at-least-once: nothing is lost, and a
-crash between "produce" and "commit" emits that batch's outputs twice.
+crash between "produce" and "commit" emits that batch's outputs twice. With `kafka.guarantee:
+exactly_once` "produce" and "commit" are one Kafka transaction (`kafka/transaction.py`): a crash
+leaves it uncommitted, and read_committed consumers see each input's output once.
 
 State layout. The engine's state is one RocksDB directory per process (`state.path`) holding the
 whole index for every partition this process consumes. Scaling out (`scale.scope`) keys it by

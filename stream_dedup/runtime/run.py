@@ -16,27 +16,30 @@ from ..kafka.reporting import CONDITIONS, STATE_OPEN
 from ..kafka.retry import Backoff
 from ..kafka.sink import KafkaSink
 from ..kafka.source import KafkaSource
+from ..kafka.transaction import ChangelogProducer, TransactionalSink, transactional_id
 from ..ops.health import Readiness
 from ..ops.metrics import ServiceMetrics
 from ..scale.partitioned import open_partitioned
 from .engine_process import EngineProcess
-from .lifecycle import lifecycle
+from .lifecycle import close_all, lifecycle
 from .service import Decider, Service, ServiceStats
 
 log = logging.getLogger(__name__)
 
 
-def open_decider(settings: Settings, root: str,
-                 backoff: Backoff) -> tuple[Decider, ConsumerRebalanceListener | None]:
+def open_decider(settings: Settings, root: str, backoff: Backoff,
+                 changelog: ChangelogProducer | None = None
+                 ) -> tuple[Decider, ConsumerRebalanceListener | None]:
     """The engine of `scale.scope` and the rebalance listener it needs: one engine over every
     partition (`process`; in a child process with `engine.process: child`), or one per
-    partition restored from its changelog (`key`)."""
+    partition restored from its changelog (`key`; its records written by `changelog`, the
+    transactional sink's producer under exactly_once, else a producer of their own)."""
     scope = settings.scale.scope
     if scope == "global":
         raise ConfigError("scale.scope", "'global' runs as three stages, not as `run`",
                           "process or key for `stream-dedup run`")
     if scope == "key":
-        engines = open_partitioned(settings, root, backoff)
+        engines = open_partitioned(settings, root, backoff, changelog)
         return engines, engines
     if settings.engine.process == "child":
         return EngineProcess(settings, root), None
@@ -50,13 +53,22 @@ def serve(settings: Settings, state_path: str | None = None) -> ServiceStats:
     ready = Readiness(*CONDITIONS)
     with lifecycle(k, settings.metrics, metrics, ready) as life:
         st = settings.state
-        engine, listener = open_decider(settings, state_path or st.path, life.backoff)
+        root = state_path or st.path
+        # The sink first: under exactly_once its producer also writes `key`'s changelog.
+        sink = (TransactionalSink(k, life.backoff, transactional_id(k, root), metrics, ready)
+                if k.guarantee == "exactly_once" else KafkaSink(k, life.backoff, metrics, ready))
+        try:
+            engine, listener = open_decider(
+                settings, root, life.backoff,
+                sink.changelog_producer() if isinstance(sink, TransactionalSink) else None)
+        except BaseException:
+            sink.close()
+            raise
         ready.set(STATE_OPEN, True)
         try:
             source = KafkaSource(k, life.backoff, metrics, ready, listener)
-            sink = KafkaSink(k, life.backoff, metrics, ready)
         except BaseException:
-            engine.close()
+            close_all([("engine", engine.close), ("producer", sink.close)])
             raise
         service = Service(settings, engine, source, sink, life.shutdown, metrics, ready)
         try:
@@ -64,9 +76,10 @@ def serve(settings: Settings, state_path: str | None = None) -> ServiceStats:
         except BaseException:
             service.close()
             raise
-        log.info("running state=%s inputs=%s output=%s duplicates=%s dead_letters=%s scope=%s%s",
-                 state_path or st.path, ",".join(k.input_topics), k.output_topic,
-                 k.duplicates_topic, k.dead_letter_topic, settings.scale.scope,
+        log.info("running state=%s inputs=%s output=%s duplicates=%s dead_letters=%s "
+                 "guarantee=%s scope=%s%s", root, ",".join(k.input_topics),
+                 k.output_topic, k.duplicates_topic, k.dead_letter_topic, k.guarantee,
+                 settings.scale.scope,
                  f" engine={settings.engine.process}" if settings.scale.scope == "process"
                  else "")
         return service.run()

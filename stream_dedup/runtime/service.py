@@ -38,6 +38,18 @@ A crash before 3 completes replays the batch as new; a crash after it (the batch
 the one before it, not committed yet) replays it too, and the engine then returns each message's
 first verdict (`replayed`), so the same outputs are written again: at-least-once, never lost,
 never "a duplicate of itself".
+
+`kafka.guarantee: exactly_once` (`kafka/transaction.py`) changes steps 5 and 6: a batch's
+outputs go out inside a transaction, and step 6 (wait for the acknowledgements, add the next
+offsets with the consumer's group metadata, commit) comes before the next batch's outputs open
+the next transaction; a live feed's batch (fewer than `BACKLOG_RECORDS` records) commits right
+after it is sent, since its outputs are visible to read_committed consumers only then. A crash
+leaves the transaction open and the restarted instance aborts it;
+a transaction aborted while running (fenced by the group or by another producer, an output that
+could not be written) drops the batches after it too, and the source polls from the aborted
+batch's first records again. Either way the batch is decided again from the state: each message
+found there gets its first verdict, emitted in the new transaction, so a `read_committed`
+consumer sees exactly one committed output per input.
 Stopping (SIGTERM/SIGINT via `Shutdown.request`) lets the current batch finish steps 4-6 and
 completes it within `kafka.shutdown_timeout_s`, then closes the consumer, the producer and the
 engine.
@@ -69,8 +81,8 @@ from typing import Any, Protocol
 from .. import collector
 from ..config import Settings
 from ..kafka.reporting import NULL_METER, NULL_READY, STATE_OPEN, Meter, Ready
-from ..kafka.retry import GaveUp, Shutdown
-from ..kafka.route import InputRecord, Output, decode_batch, next_offsets, route
+from ..kafka.retry import GaveUp, Shutdown, TransactionAborted
+from ..kafka.route import InputRecord, Output, decode_batch, first_offsets, next_offsets, route
 from ..kafka.source import BACKLOG_RECORDS
 from ..kafka.topics import configured_topics
 from ..records import DeadLetter, Message, Verdict
@@ -104,14 +116,20 @@ class Source(Protocol):
     def topics(self) -> set[str]: ...
     def before_revoke(self, settle: Callable[[], None]) -> None: ...
     def close(self) -> None: ...
+    # exactly_once (`KafkaSource`):
+    def transaction_group(self, offsets: dict[tuple[str, int], int]) -> Any: ...
+    def rewind(self, offsets: dict[tuple[str, int], int]) -> None: ...
 
 
 class Sink(Protocol):
-    """`send` returns a handle that `complete` waits on (`KafkaSink.Sent`)."""
+    """`send` returns a handle that `complete` waits on (`KafkaSink.Sent`); under exactly_once
+    `commit` and `abort` close the transaction `send` opened (`TransactionalSink`)."""
 
     def prepare(self, topics: Sequence[str]) -> None: ...
     def send(self, outputs: Sequence[Output]) -> Any: ...
     def complete(self, sent: Any) -> None: ...
+    def commit(self, sent: Any, offsets: dict[tuple[str, int], int], group: Any) -> None: ...
+    def abort(self, why: str) -> None: ...
     def close(self) -> None: ...
 
 
@@ -189,6 +207,7 @@ class Service:
         self._in_flight: _InFlight | None = None
         self._deciding: _Deciding | None = None
         self._pipelined = getattr(engine, "pipelined", False)  # `submit` and `result` too
+        self._transactional = settings.kafka.guarantee == "exactly_once"
         source.before_revoke(self.complete)
 
     def check_topics(self) -> None:
@@ -261,7 +280,12 @@ class Service:
             if before is not None:
                 self._deliver(before.records, before.decoded, verdicts)
         else:
-            verdicts = self.engine.process(messages)
+            try:
+                verdicts = self.engine.process(messages)
+            except TransactionAborted:  # a changelog record doomed the transaction (scope key)
+                batch, self._in_flight = self._in_flight, None
+                self._rewind([*(batch.records if batch else ()), *records])
+                return len(records)
             seconds["engine"] += clock() - t2
             self._deliver(records, decoded, verdicts)
         t5 = clock()
@@ -275,12 +299,22 @@ class Service:
         t0 = time.perf_counter()
         # 4. Route each record to its topic with the verdict headers.
         outputs = route(records, decoded, verdicts, self.settings.kafka)
+        self.stats.seconds["deliver"] += time.perf_counter() - t0
+        # 6 first under exactly_once: the transaction before closes, then this one opens.
+        if self._transactional and not self._complete_in_flight(later=records):
+            return  # aborted: this batch is polled again too
+        t1 = time.perf_counter()
         # 5. Send the outputs; the producer sends them while the next batch is decided.
         sent = self.sink.send(outputs)
-        self.stats.seconds["deliver"] += time.perf_counter() - t0
+        self.stats.seconds["deliver"] += time.perf_counter() - t1
         # 6. Complete the batch before this one; this one is in flight now.
-        self._complete_in_flight()
+        if not self._transactional:
+            self._complete_in_flight()
         self._in_flight = _InFlight(records, verdicts, outputs, sent)
+        if self._transactional and len(records) < BACKLOG_RECORDS:
+            # A live feed: read_committed consumers see the outputs once the transaction
+            # commits, so it commits now rather than after the next batch.
+            self._complete_in_flight()
 
     def _finish_deciding(self) -> None:
         """Take the verdicts of the batch a pipelined engine is deciding, then steps 4-6."""
@@ -299,26 +333,69 @@ class Service:
         self._finish_deciding()
         self._complete_in_flight()
 
-    def _complete_in_flight(self) -> None:
+    def _complete_in_flight(self, later: Sequence[InputRecord] = ()) -> bool:
+        """Step 6 of the batch in flight. False when its transaction was aborted: then it,
+        `later` (a decided batch not sent yet) and the batch being decided are polled again."""
         batch, self._in_flight = self._in_flight, None
         if batch is None:
-            return
+            return True
         clock = time.perf_counter
         seconds = self.stats.seconds
-        t0 = clock()
-        self.sink.complete(batch.sent)
-        t1 = clock()
-        seconds["deliver"] += t1 - t0
-        self._observe(batch.records, batch.verdicts, batch.outputs)
-        t2 = clock()
-        committed = self.source.commit(next_offsets(batch.records))
-        t3 = clock()
-        seconds["commit"] += t3 - t2
-        if not committed:
-            self.stats.refused_commits += 1
-            self.metrics.count_error("commit")
+        if self._transactional:
+            t0 = clock()
+            committed = self._commit_transaction(batch)
+            seconds["commit"] += clock() - t0
+            if not committed:
+                self._rewind([*batch.records, *later])
+                return False
+            t1 = t2 = t3 = clock()
+            self._observe(batch.records, batch.verdicts, batch.outputs)
+        else:
+            t0 = clock()
+            self.sink.complete(batch.sent)
+            t1 = clock()
+            seconds["deliver"] += t1 - t0
+            self._observe(batch.records, batch.verdicts, batch.outputs)
+            t2 = clock()
+            committed = self.source.commit(next_offsets(batch.records))
+            t3 = clock()
+            seconds["commit"] += t3 - t2
+            if not committed:
+                self.stats.refused_commits += 1
+                self.metrics.count_error("commit")
         seconds["metrics"] += clock() - t3 + t2 - t1
         self._count(batch.records, batch.verdicts, batch.outputs)
+        return True
+
+    def _commit_transaction(self, batch: _InFlight) -> bool:
+        """Commit the batch's transaction with its offsets; False when it was aborted."""
+        offsets = next_offsets(batch.records)
+        group = self.source.transaction_group(offsets)
+        try:
+            if group is None:
+                self.sink.abort("fenced by the group: this member left the group or lost a "
+                                "partition of the batch (its partitions moved to another member)")
+            self.sink.commit(batch.sent, offsets, group)
+        except TransactionAborted:
+            self.stats.refused_commits += 1
+            return False
+        return True
+
+    def _rewind(self, records: Sequence[InputRecord]) -> None:
+        """After an aborted transaction: drop the batch being decided and have the source poll
+        `records`' partitions from their first records again (the engine then gives every
+        message it decided already its first verdict). A decider with `forget` (scope key)
+        drops those partitions' local state, which holds the aborted changelog records: it is
+        restored from the committed changelog before their next record is decided."""
+        deciding, self._deciding = self._deciding, None
+        if deciding is not None:
+            self.engine.result()
+            records = [*records, *deciding.records]
+        offsets = first_offsets(records)
+        forget = getattr(self.engine, "forget", None)  # scope key: state the changelog lacks
+        if forget is not None:
+            forget(list(offsets))
+        self.source.rewind(offsets)
 
     def _observe(self, records: Sequence[InputRecord], verdicts: Sequence[Verdict],
                  outputs: Sequence[Output]) -> None:

@@ -59,12 +59,15 @@ checkpoint is not trusted when it names another changelog partition, when its of
 the partition's current range (topic recreated, records deleted), or when it is older than
 `scale.checkpoint_max_age_s` (a tombstone written after it may be compacted away by then).
 
-Not covered: fencing. A paused (not dead) old owner that wakes up after its partition moved can
-still append records to the changelog before it learns of the rebalance (the batch it was
-deciding, re-sent after a broker or network outage too), and the new owner's state does not
-contain them: a later restore of that partition would. Kafka Streams fences such zombies with
-transactions (`exactly_once_v2`); they are not used here. The old owner detaches the store (and
-drops its unacknowledged records) as soon as the rebalance reaches it.
+Fencing, under `kafka.guarantee: at_least_once` only: a paused (not dead) old owner that wakes up
+after its partition moved can still append records to the changelog before it learns of the
+rebalance (the batch it was deciding, re-sent after a broker or network outage too), and the new
+owner's state does not contain them: a later restore of that partition would. The old owner
+detaches the store (and drops its unacknowledged records) as soon as the rebalance reaches it.
+Under `exactly_once` the records go through the transactional sink's producer
+(`kafka.transaction.ChangelogProducer`) inside the outputs' transactions, which the group fences
+as Kafka Streams' `exactly_once_v2` does: such records are aborted, and restores read committed
+records only.
 """
 
 from __future__ import annotations
@@ -72,18 +75,29 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Protocol
 
-from kafka import KafkaProducer
 from kafka.errors import KafkaError, KafkaTimeoutError
 
 from ..engine.snapshots import LOCAL_SNAPSHOTS
 from ..engine.stored import TABLES
 from ..errors import ServiceError
-from ..kafka.retry import Backoff, GaveUp, is_retriable
+from ..kafka.retry import Backoff, GaveUp, TransactionAborted, is_retriable
 from ..state.store import KVStore, WriteSet
 from . import checkpoint
 
 log = logging.getLogger(__name__)
+
+
+class Producer(Protocol):
+    """What a store sends its records with: kafka-python's `KafkaProducer`, or under
+    exactly_once the transactional sink's producer (`kafka.transaction.ChangelogProducer`)."""
+
+    def send(self, topic: str, key: bytes, value: bytes | None, partition: int) -> Any: ...
+    def flush(self, timeout: float) -> None: ...
+    def close(self, timeout: float) -> None: ...
+
+
 _TAG = {cf: bytes([i]) for i, cf in enumerate(TABLES)}
 LOCAL_ONLY = LOCAL_SNAPSHOTS
 RESTORE_BATCH = 20_000  # records applied to the store per write while restoring
@@ -130,7 +144,7 @@ class ChangelogStore:
     `backoff` (the service's) makes `flush` retry while the broker is away; `checkpoint_dir`
     (the directory of a RocksDB `inner`) makes `close` write its checkpoint when in sync."""
 
-    def __init__(self, inner: KVStore, producer: KafkaProducer, topic: str, partition: int,
+    def __init__(self, inner: KVStore, producer: Producer, topic: str, partition: int,
                  backoff: Backoff | None = None, checkpoint_dir: str | None = None) -> None:
         self.inner = inner
         self.producer = producer
@@ -198,7 +212,7 @@ class ChangelogStore:
                 self._attempt(timeout_s)
             else:
                 self.backoff.call(f"flushing {self.name}", lambda: self._attempt(timeout_s))
-        except GaveUp:
+        except (GaveUp, TransactionAborted):
             raise
         except Exception as exc:
             if is_retriable(exc):

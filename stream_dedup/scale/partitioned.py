@@ -29,6 +29,10 @@ Per batch, in this order (the order is the delivery guarantee; the service does 
 5. The service commits the input offsets.
 A crash before 5 replays the batch; the changelog then has (a prefix of) its state, and the
 restored engine recognises the ids it holds (their first verdict again), deciding the rest anew.
+Under `kafka.guarantee: exactly_once` the changelog records of 1 and the outputs and offsets of
+4 and 5 are in one transaction (or the changelog records in the transaction of the batch
+before, committed first); a transaction aborted while running makes the service `forget` its
+partitions' local state, restored from the committed changelog at their next record.
 """
 
 from __future__ import annotations
@@ -38,15 +42,16 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from kafka import KafkaProducer, TopicPartition
+from kafka import TopicPartition
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 
 from ..config import Settings
 from ..engine.batch import Engine, EngineStats
 from ..kafka.retry import Backoff
 from ..kafka.topics import admin
+from ..kafka.transaction import ChangelogProducer
 from ..records import Message, Verdict
-from .changelog import ChangelogStore
+from .changelog import ChangelogStore, Producer
 from .restore import changelog_end, changelog_producer, ensure_changelog_topics, open_state
 
 log = logging.getLogger(__name__)
@@ -73,7 +78,7 @@ class PartitionEngines(ConsumerRebalanceListener):
     stops the process.
     """
 
-    def __init__(self, settings: Settings, state_root: str, producer: KafkaProducer,
+    def __init__(self, settings: Settings, state_root: str, producer: Producer,
                  end_of: Callable[[str, int], int] | None = None,
                  backoff: Backoff | None = None) -> None:
         self.settings = settings
@@ -154,6 +159,18 @@ class PartitionEngines(ConsumerRebalanceListener):
             store.close()
             raise
 
+    def forget(self, partitions: Sequence[Partition]) -> None:
+        """Exactly once: a transaction holding changelog records of these partitions was
+        aborted, so their local state is ahead of the changelog. Close it without a checkpoint;
+        the next record of each restores it from the committed changelog."""
+        for tp in partitions:
+            owned = self.active.pop(tp, None) or self.suspended.pop(tp, None)
+            if owned is not None:
+                owned.store.detach()
+                owned.engine.close()
+                log.info("partition state dropped after an aborted transaction partition=%s/%d",
+                         *tp)
+
     def close(self) -> None:
         """Close every engine, then the changelog producer (each tried; the first failure is
         raised after all). A store whose records were all acknowledged writes its checkpoint
@@ -205,10 +222,11 @@ class PartitionEngines(ConsumerRebalanceListener):
                 owned.engine.close()
 
 
-def open_partitioned(settings: Settings, state_root: str,
-                     backoff: Backoff | None = None) -> PartitionEngines:
+def open_partitioned(settings: Settings, state_root: str, backoff: Backoff | None = None,
+                     producer: ChangelogProducer | None = None) -> PartitionEngines:
     """Make sure each input topic has its changelog (compacted, as many partitions as the
-    input), and the decider with its changelog producer, retrying flushes with `backoff`.
+    input), and the decider with its changelog producer (`producer`, the transactional
+    sink's under exactly_once, else one of its own), retrying flushes with `backoff`.
     Input topics that do not exist are left to `Service.check_topics`, which names them."""
     k, c = settings.kafka, settings.scale
     with admin(k) as client:
@@ -217,7 +235,7 @@ def open_partitioned(settings: Settings, state_root: str,
                                 for t in described if t["error_code"] == 0},
                             c.changelog_max_record_bytes)
     return PartitionEngines(settings, state_root,
-                            changelog_producer(k, c.changelog_max_record_bytes),
+                            producer or changelog_producer(k, c.changelog_max_record_bytes),
                             backoff=backoff)
 
 

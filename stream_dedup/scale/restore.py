@@ -23,7 +23,7 @@ from ..kafka.topics import TIMEOUT_MS, admin, cluster
 from ..state import open_store
 from ..state.store import KVStore
 from . import checkpoint
-from .changelog import RESTORE_BATCH, ChangelogStore, to_writes
+from .changelog import RESTORE_BATCH, ChangelogStore, Producer, to_writes
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,11 @@ def _reader(settings: KafkaSettings, max_record_bytes: int) -> KafkaConsumer:
         group_id=None, client_id=f"{settings.client_id}-changelog", enable_auto_commit=False,
         max_poll_records=RESTORE_BATCH, fetch_max_bytes=max(64 << 20, max_record_bytes),
         max_partition_fetch_bytes=max(16 << 20, max_record_bytes),
-        request_timeout_ms=TIMEOUT_MS, bootstrap_timeout_ms=TIMEOUT_MS, **conn))
+        request_timeout_ms=TIMEOUT_MS, bootstrap_timeout_ms=TIMEOUT_MS,
+        # exactly_once: the records of aborted transactions are no part of the state, and the
+        # end is the last stable offset
+        isolation_level=("read_committed" if settings.guarantee == "exactly_once"
+                         else "read_uncommitted"), **conn))
 
 
 def changelog_end(settings: KafkaSettings, topic: str, partition: int) -> int:
@@ -102,7 +106,7 @@ def restore(inner: KVStore, settings: KafkaSettings, topic: str, partition: int,
     return RestoreReport(records, time.monotonic() - started, size, end, start_offset)
 
 
-def open_state(settings: Settings, directory: str, producer: KafkaProducer, topic: str,
+def open_state(settings: Settings, directory: str, producer: Producer, topic: str,
                partition: int, backoff: Backoff | None = None
                ) -> tuple[ChangelogStore, RestoreReport]:
     """Open `directory` (`state.backend`) as the state of changelog (topic, partition), in

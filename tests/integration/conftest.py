@@ -91,6 +91,19 @@ def kafka_admin(kafka_bootstrap: str):
 
 
 @pytest.fixture
+def changelogs(kafka_bootstrap):
+    """Names of the changelog topics the services create, deleted when the test ends (by a
+    client of its own: a test may have restarted the broker under the session's client)."""
+    names: list[str] = []
+    yield names
+    client = _admin(kafka_bootstrap)
+    try:
+        client.delete_topics(names, raise_errors=False)
+    finally:
+        client.close()
+
+
+@pytest.fixture
 def unique_topic(kafka_admin, request: pytest.FixtureRequest) -> Iterator[Callable[..., str]]:
     """Factory: ``unique_topic(partitions=1, configs=None, prefix=None) -> name``.
 

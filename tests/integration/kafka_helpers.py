@@ -188,13 +188,16 @@ _LOG_START: dict[int, int] = {}
 
 
 def start_service(settings: Settings, state: Path, log: Path, metrics_port: int = 0,
-                  log_format: str = "human") -> subprocess.Popen:
-    """`stream-dedup run` as a child process, its log appended to `log`."""
+                  log_format: str = "human", script: str | None = None,
+                  env: dict[str, str] | None = None) -> subprocess.Popen:
+    """`stream-dedup run` as a child process, its log appended to `log`; or `script` (Python
+    source that runs it), with `env` added to its environment."""
     out = open(log, "ab")  # noqa: SIM115 (inherited by the child; closed with the test)
     start = out.tell()  # the end of what earlier processes wrote
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "stream_dedup.cli", "--log-format", log_format, "run"],
-        env=service_env(settings, state, metrics_port), stdout=out, stderr=out)
+    argv = (["-c", script] if script is not None
+            else ["-m", "stream_dedup.cli", "--log-format", log_format, "run"])
+    proc = subprocess.Popen([sys.executable, *argv], stdout=out, stderr=out,
+                            env={**service_env(settings, state, metrics_port), **(env or {})})
     _LOG_START[proc.pid] = start
     return proc
 

@@ -25,7 +25,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka_helpers import (
     REPO,
     id_of,
@@ -200,19 +200,6 @@ def offsets(settings) -> dict[str, tuple[int, int]]:
         committed = client.list_group_offsets({k.group_id: tps}).get(k.group_id, {})
     return {f"{tp.topic}/{tp.partition}": (max(getattr(committed.get(tp), "offset", 0), 0),
                                            ends[tp]) for tp in tps}
-
-
-@pytest.fixture
-def changelogs(kafka_bootstrap):
-    """Names of the changelog topics the services create, deleted when the test ends (by a
-    client of its own: a test may have restarted the broker under the session's client)."""
-    names: list[str] = []
-    yield names
-    client = KafkaAdminClient(bootstrap_servers=kafka_bootstrap, client_id="stream-dedup-tests")
-    try:
-        client.delete_topics(names, raise_errors=False)
-    finally:
-        client.close()
 
 
 def test_key_scope_two_processes_kill9_one(kafka_bootstrap, unique_topic, changelogs, tmp_path):
