@@ -6,7 +6,7 @@ import struct
 import numpy as np
 import pytest
 
-from stream_dedup.config import Settings, WindowSettings
+from stream_dedup.config import IndexSettings, Settings, WindowSettings
 from stream_dedup.engine.batch import Engine
 from stream_dedup.engine.expiry import expire
 from stream_dedup.engine.index.tables import ENTRY
@@ -44,9 +44,10 @@ def test_expiry_forgets_old_messages_and_bounds_state() -> None:
     assert max(sizes[1:]) <= sizes[1] * 1.5  # bounded, not growing with the stream
     later = run(engine, [BASE], start=9000)[0]
     assert later.decision is Decision.UNIQUE  # its first copy left the window
-def filled() -> Engine:
+def filled(index: IndexSettings | None = None) -> Engine:
     """An engine whose window holds all of `TEXTS`, one a second from T0."""
-    engine = Engine(Settings(window=WindowSettings(seconds=86_400)), MemoryStore(TABLES))
+    settings = Settings(window=WindowSettings(seconds=86_400), index=index or IndexSettings())
+    engine = Engine(settings, MemoryStore(TABLES))
     run(engine, TEXTS)
     return engine
 
@@ -99,8 +100,9 @@ def test_expiry_removes_exactly_the_messages_before_the_cutoff(kept_from: int) -
     assert state(engine) == without(before, gone)
 
 
-def test_expiring_everything_leaves_only_the_snapshots() -> None:
-    engine = filled()
+@pytest.mark.parametrize("anchors", [True, False])
+def test_expiring_everything_leaves_only_the_snapshots(anchors: bool) -> None:
+    engine = filled(IndexSettings(anchors=anchors))
     before = state(engine)
     sweep(engine, T0 + 3_600_000)
     after = state(engine)
