@@ -73,3 +73,26 @@ def test_word_relations(lex: Lexicon) -> None:
 def test_words_and_common_words(lex: Lexicon) -> None:
     assert lex.is_word("北京大学") and not lex.is_word("京大")
     assert lex.is_common("老师")
+
+
+def test_u_umlaut_reads_as_v(lex: Lexicon) -> None:
+    assert lex.readings("旅") == frozenset({"lv"})
+    assert lex.readings("绿") == frozenset({"lu", "lv"})
+
+
+def test_words_at_are_the_span_then_the_covering_words_from_the_left(lex: Lexicon) -> None:
+    text = "我们今天去北京大学参观"
+    assert lex.words_at(text, 5, 6) == ["北", "北京", "北京大学"]
+    assert lex.word_at(text, 5, 6) == "北京大学"
+    assert lex.words_at("兲兲兲", 1, 2) == ["兲"]  # no word: the span itself
+
+
+def test_names_and_tokens_by_the_tagger(lex: Lexicon) -> None:
+    text = "我们今天去北京大学参观"
+    assert lex.names_at(text, 5, 6) and not lex.names_at(text, 2, 3)
+    assert lex.tokens_at("今天曹劲松来了", 2, 3, frozenset({"nr"})) == [("曹", "nr")]
+
+
+def test_similar_shape_pairs_each_differing_character(lex: Lexicon) -> None:
+    assert lex.similar_shape("未来", "末来") and lex.similar_shape("未", "未")
+    assert not lex.similar_shape("未", "天") and not lex.similar_shape("未来", "末")

@@ -2,9 +2,10 @@
 
 import pytest
 
-from stream_dedup.engine.meaning import classify
+from stream_dedup.engine.lexicon import lexicon
+from stream_dedup.engine.meaning import classify, opcodes
 from stream_dedup.engine.normalize import Normalizer
-from stream_dedup.engine.spans import has_digit, own_characters
+from stream_dedup.engine.spans import has_digit, number_kind, own_characters
 
 pytestmark = pytest.mark.unit
 NORM = Normalizer()
@@ -64,3 +65,24 @@ def test_own_characters_of_a_long_text_are_read_alike() -> None:
 
 def test_has_digit() -> None:
     assert has_digit("买了3个") and not has_digit("买了三个")
+
+
+def number_span(first: str, second: str) -> str:
+    """`number_kind` of the one differing span of two texts."""
+    (span,) = [op for op in opcodes(first, second) if op[0] != "equal"]
+    return number_kind(first, second, span, lexicon())
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "kind"),
+    [
+        ("比赛于1月3日举行", "比赛于1月5日举行", "date"),  # a date unit beside it
+        ("会议定在周一召开", "会议定在周三召开", "date"),  # a weekday
+        ("会议定在星期一召开", "会议定在星期三召开", "date"),
+        ("事故造成3人死亡", "事故造成5人死亡", "number"),
+        ("买了三个苹果", "买了五个苹果", "number"),
+    ],
+)
+def test_a_number_beside_a_date_unit_or_in_a_weekday_is_a_date(first: str, second: str,
+                                                               kind: str) -> None:
+    assert number_span(first, second) == kind
