@@ -26,14 +26,6 @@ def test_dedup_reports_bad_lines_and_keeps_going(tmp_path: Path, capsys) -> None
     assert [v["verdict"] for v in verdicts] == ["unique", "exact"]
 
 
-def test_bad_config_is_one_line_without_traceback(tmp_path: Path, capsys) -> None:
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text("verify:\n  min_jaccard: 7\n", encoding="utf-8")
-    assert main(["dedup", "--config", str(cfg), "-o", "-"]) == 1
-    err = capsys.readouterr().err
-    assert "verify.min_jaccard" in err and "Traceback" not in err
-
-
 def test_check_explains(capsys) -> None:
     assert main(["check", "深市今天上涨了百分之三大家开心", "深市今天上涨了百分之三，大家开心！"]) == 0
     out = capsys.readouterr().out
