@@ -1,4 +1,5 @@
-"""Span classes on hand-written pairs, including the traps named in the meaning issue."""
+"""Span classes on hand-written pairs, including the traps a reprint sets: a same-sound typo, a
+broken word, a character reference, a lead-in, a dropped or moved sentence."""
 
 import pytest
 
