@@ -68,8 +68,8 @@ def features(texts: Sequence[str], salts: np.ndarray, strategy: fpr.Strategy,
     fps, owner = strategy(texts)
     families = np.zeros((len(texts), FAMILIES), np.int64)
     if not index.anchors:
-        empty = [_NONE] * len(texts)
-        return Features(*scope.apply(salts, fps, owner, empty), families, families.copy())
+        fps, empty = scope.apply(salts, fps, owner, [_NONE] * len(texts))
+        return Features(fps, owner, empty, families, families.copy())
     batch = fpr.Batch.of(texts)
     winnowed = fpr.anchors(batch, fingerprint.anchor_ngram, fingerprint.anchor_window)
     bigrams = _bigram_anchors(texts, index.short_chars, 2 * index.anchors_stored)

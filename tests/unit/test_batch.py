@@ -3,10 +3,9 @@
 import gc
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from stream_dedup.config import Settings, WindowSettings
+from stream_dedup.config import Settings
 from stream_dedup.engine.batch import Engine
 from stream_dedup.engine.stored import TABLES
 from stream_dedup.records import Decision, Message
@@ -99,22 +98,6 @@ def test_crash_without_checkpoint_rebuilds_bloom(tmp_path: Path) -> None:
     reopened.close()
 
 
-def test_expiry_forgets_old_messages_and_bounds_state() -> None:
-    settings = Settings(window=WindowSettings(seconds=60))
-    store = MemoryStore(TABLES)
-    engine = Engine(settings, store)
-    run(engine, [BASE], step_ms=0)
-    sizes = []
-    for round_ in range(1, 6):  # every round is two minutes later: all before it expires
-        texts = [f"第{round_}轮的第{i}条消息，内容各不相同，编号{round_ * 100 + i}" for i in range(50)]
-        run(engine, texts, start=round_ * 1000, step_ms=120_000 // 50)
-        sizes.append(store.disk_bytes())
-    assert engine.stats.expired >= 200
-    assert max(sizes[1:]) <= sizes[1] * 1.5  # bounded, not growing with the stream
-    later = run(engine, [BASE], start=9000)[0]
-    assert later.decision is Decision.UNIQUE  # its first copy left the window
-
-
 def test_collector_paused_only_during_a_batch(monkeypatch: pytest.MonkeyPatch) -> None:
     engine = Engine(Settings(), MemoryStore(TABLES))
     seen = []
@@ -138,15 +121,3 @@ def test_collector_paused_only_during_a_batch(monkeypatch: pytest.MonkeyPatch) -
         assert not gc.isenabled()  # a caller's choice is left alone
     finally:
         gc.enable()
-
-
-def test_per_message_candidates_of_one_and_of_several_rows() -> None:
-    from stream_dedup.engine.verdict import per_message
-
-    seqs = np.array([10, 11], dtype=np.uint64)
-    rows = {0: [(3, 2, 4), (10, 0, 9), (4, -1, 2)], 1: [(10, 1, 0)]}
-    assert per_message(rows, np.arange(2), seqs, 16) == [[(3, 2, 4), (4, -1, 2)], [(10, 1, 0)]]
-    # Two rows of message 0: each candidate once with its best row, best first, own seq left out.
-    rows = {0: [(3, 5, 1)], 1: [(3, 2, 4), (10, 0, 9), (4, -1, 2)], 2: [(10, 1, 0)]}
-    assert per_message(rows, np.array([0, 0, 1]), seqs, 16) == [[(3, 2, 4), (4, -1, 2)],
-                                                                [(10, 1, 0)]]

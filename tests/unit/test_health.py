@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import logging
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -13,7 +11,6 @@ from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.parser import text_string_to_metric_families
 
 from stream_dedup.ops.health import MetricsServer, Readiness, serve
-from stream_dedup.ops.logs import JsonFormatter
 
 pytestmark = pytest.mark.unit
 
@@ -79,24 +76,3 @@ def test_close_releases_the_port(registry) -> None:
         assert get(again, "/readyz") == (200, "ready\n")  # no check given: always ready
     finally:
         again.close()
-
-
-def test_json_log_lifts_key_value_fields_and_keeps_the_message() -> None:
-    record = logging.LogRecord("stream_dedup.runtime.service", logging.INFO, __file__, 1,
-                               "progress records=%d unique=%d level=%s", (120, 80, "x"), None)
-    out = json.loads(JsonFormatter().format(record))
-    assert out["message"] == "progress records=120 unique=80 level=x"
-    assert out["records"] == "120" and out["unique"] == "80"
-    assert out["level"] == "INFO" and out["logger"] == "stream_dedup.runtime.service"
-    assert out["time"].endswith("+00:00")
-
-
-def test_json_log_carries_the_traceback() -> None:
-    try:
-        raise RuntimeError("state write failed")
-    except RuntimeError:
-        import sys
-
-        record = logging.LogRecord("x", logging.ERROR, __file__, 1, "failed", (), sys.exc_info())
-    out = json.loads(JsonFormatter().format(record))
-    assert "RuntimeError: state write failed" in out["exception"]

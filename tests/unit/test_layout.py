@@ -2,7 +2,6 @@ import numpy as np
 import pytest
 
 from stream_dedup.engine.index.layout import Layout, hamming, make_layout
-from stream_dedup.engine.index.tables import anchor_key, anchor_keys, bucket_key, bucket_keys
 
 pytestmark = pytest.mark.unit
 
@@ -42,13 +41,3 @@ def test_bad_layout_is_refused() -> None:
 
 def test_hamming() -> None:
     assert hamming(np.array([0b1011], dtype=np.uint64), 0b0001).tolist() == [2]
-
-
-def test_batch_keys_equal_single_keys() -> None:
-    values = np.array([0, 1, 256, 2**63, 2**64 - 1], dtype=np.uint64)  # trailing zero bytes too
-    tables = np.array([0, 1, 2, 3, 0])
-    assert anchor_keys(values) == [anchor_key(int(v)) for v in values]
-    assert bucket_keys(2, values) == [bucket_key(2, int(v)) for v in values]
-    assert bucket_keys(tables, values) == [bucket_key(int(t), int(v))
-                                           for t, v in zip(tables, values, strict=True)]
-    assert anchor_keys(values[:0]) == []

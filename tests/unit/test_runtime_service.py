@@ -10,17 +10,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import pytest
-from kafka.errors import KafkaConnectionError, KafkaError
 
 from stream_dedup.config import KafkaSettings, Settings
 from stream_dedup.config_file import settings_from_dict
 from stream_dedup.engine.batch import Engine
 from stream_dedup.engine.stored import TABLES
 from stream_dedup.errors import ConfigError
-from stream_dedup.kafka.headers import as_dict, kept, verdict_headers
-from stream_dedup.kafka.retry import Backoff, GaveUp, Shutdown
+from stream_dedup.kafka.headers import as_dict
+from stream_dedup.kafka.retry import GaveUp, Shutdown
 from stream_dedup.kafka.route import Output
-from stream_dedup.records import Decision, Verdict
+from stream_dedup.records import Verdict
 from stream_dedup.runtime.service import Service
 from stream_dedup.state import MemoryStore
 
@@ -269,25 +268,6 @@ def test_check_topics_names_the_missing_topic() -> None:
         svc.check_topics()
 
 
-def test_backoff_waits_out_retriable_errors_only() -> None:
-    calls = []
-
-    def flaky() -> str:
-        calls.append(1)
-        if len(calls) < 3:
-            raise KafkaConnectionError("refused")
-        return "ok"
-
-    sleeps: list[float] = []
-    backoff = Backoff(0.1, 0.15, sleep=sleeps.append)
-    assert backoff.call("connecting", flaky) == "ok" and len(calls) == 3
-    with pytest.raises(KafkaError):
-        backoff.call("x", lambda: (_ for _ in ()).throw(KafkaError("fatal")))
-    stopping = Backoff(0.1, 1.0, give_up=lambda: True)
-    with pytest.raises(GaveUp):
-        stopping.call("connecting", lambda: (_ for _ in ()).throw(KafkaConnectionError("x")))
-
-
 @pytest.mark.parametrize(
     ("kafka", "key"),
     [
@@ -312,23 +292,6 @@ def test_kafka_settings_from_the_environment() -> None:
     s = settings_from_dict({}, environ={"STREAM_DEDUP__KAFKA__INPUT_TOPICS": "[a, b]",
                                         "STREAM_DEDUP__KAFKA__DUPLICATES_TOPIC": "null"})
     assert s.kafka.input_topics == ("a", "b") and s.kafka.duplicates_topic is None
-
-
-def test_headers_are_built_in_order_with_their_exact_bytes() -> None:
-    near = Verdict("b", Decision.NEAR, "near: distance 2, similarity 0.91", "a", 2, 0.91236,
-                   "number,date", True)
-    assert verdict_headers(near) == [
-        ("dedup.verdict", b"near"), ("dedup.reason", b"near: distance 2, similarity 0.91"),
-        ("dedup.matched_id", b"a"), ("dedup.distance", b"2"), ("dedup.similarity", b"0.9124"),
-        ("dedup.guard", b"number,date"), ("dedup.replayed", b"true")]
-    unique = verdict_headers(Verdict("c", Decision.UNIQUE, "unique"))
-    assert unique == [("dedup.verdict", b"unique"), ("dedup.reason", b"unique")]
-    unique.append(("x", b"y"))  # each record's list is its own
-    assert verdict_headers(Verdict("d", Decision.UNIQUE, "unique"))[-1] == ("dedup.reason",
-                                                                             b"unique")
-    own = [("trace", b"1"), ("dedup.verdict", b"old"), ("b", b"")]
-    assert kept(own) == [("trace", b"1"), ("b", b"")] and len(own) == 3
-    assert kept(None) == kept(()) == [] and kept([]) is not kept([])
 
 
 def test_the_gil_switch_interval_follows_the_batch_size() -> None:

@@ -23,6 +23,7 @@ from stream_dedup.kafka.security import client_security, connect, describe, rdka
 from stream_dedup.ops.health import serve, tls_context, with_basic_auth
 from stream_dedup.ops.secret import Secret, read_secret
 
+pytestmark = pytest.mark.unit
 PASSWORD = "s3cr3t-Pa55-word"
 SASL = {"security_protocol": "SASL_SSL", "sasl_username": "alice",
         "sasl_password_env": "KAFKA_PW"}
@@ -30,17 +31,6 @@ SASL = {"security_protocol": "SASL_SSL", "sasl_username": "alice",
 
 def kafka(environ: dict[str, str] | None = None, **keys: object):
     return settings_from_dict({"kafka": keys}, environ or {}).kafka
-
-
-def test_secret_hides_itself() -> None:
-    s = Secret(PASSWORD)
-    for shown in (repr(s), str(s), f"{s}", f"{s!r}", repr([s]), repr({"pw": s})):
-        assert PASSWORD not in shown
-    assert s.reveal() == PASSWORD
-    with pytest.raises(TypeError):
-        import pickle
-
-        pickle.dumps(s)
 
 
 def test_password_from_env_or_file(tmp_path: Path) -> None:

@@ -6,7 +6,6 @@ from pathlib import Path
 import pytest
 
 from stream_dedup.engine.stored import TABLES
-from stream_dedup.errors import StateError
 from stream_dedup.state import MemoryStore, WriteSet, open_store
 from stream_dedup.state.rocksdb import GET_CHUNK
 
@@ -54,55 +53,3 @@ def test_a_read_of_many_keys_answers_each_in_order(store) -> None:
     assert store.get_many("anchors", asked) == [stored.get(k) for k in asked]
     assert store.get_many("anchors", asked[:GET_CHUNK]) == [stored.get(k) for k in asked[:GET_CHUNK]]
     assert store.get_many("anchors", []) == []
-
-
-def test_rocksdb_refuses_a_second_opener(tmp_path: Path) -> None:
-    first = open_store("rocksdb", str(tmp_path / "s"), TABLES)
-    with pytest.raises(StateError, match="locked by another process"):
-        open_store("rocksdb", str(tmp_path / "s"), TABLES)
-    first.close()
-
-
-def test_rocksdb_directory_is_owner_only(tmp_path: Path) -> None:
-    s = open_store("rocksdb", str(tmp_path / "s"), TABLES)
-    s.close()
-    assert (tmp_path / "s").stat().st_mode & 0o077 == 0
-
-
-def families_whose_options_hold(path: Path, setting: str) -> set[str]:
-    """The column families whose section of the store's latest OPTIONS file holds `setting`."""
-    text = max(path.glob("OPTIONS-*")).read_text()
-    return {
-        section.split('"')[1] for section in text.split("[CFOptions ")[1:] if setting in section
-    }
-
-
-def test_rocksdb_memtable_bloom_only_where_lookups_miss(tmp_path: Path) -> None:
-    open_store("rocksdb", str(tmp_path / "s"), TABLES).close()
-    filtered = families_whose_options_hold(tmp_path / "s", "memtable_whole_key_filtering=true")
-    assert filtered == {"anchors", "blocks", "ids"}
-
-
-def test_rocksdb_hash_memtables_only_where_asked(tmp_path: Path) -> None:
-    open_store("rocksdb", str(tmp_path / "s"), TABLES, lookups_only=("anchors", "exact")).close()
-    hashed = families_whose_options_hold(tmp_path / "s", "id=HashLinkListRepFactory")
-    assert hashed == {"anchors", "exact"}
-
-
-def test_hashed_table_scans_in_key_order_before_and_after_reopen(tmp_path: Path) -> None:
-    """A scan of a hashed table crosses buckets in key order, in the memtable (a sorted copy)
-    and in the files a reopen flushed it to; keys shorter than the bucket prefix included."""
-    rng = random.Random(3)
-    keys = sorted({rng.randbytes(rng.choice((3, 8, 9, 12))) for _ in range(3000)})
-    w = WriteSet()
-    for k in keys:
-        w.put("blocks", k, k[::-1])
-    for reopen in (False, True):
-        s = open_store("rocksdb", str(tmp_path / "s"), TABLES, lookups_only=("blocks",))
-        if not reopen:
-            s.write(w)
-        lo, hi = keys[500], keys[2500]
-        assert list(s.scan("blocks", lo, hi)) == [(k, k[::-1]) for k in keys[500:2500]]
-        found = s.get_many("blocks", [*keys[:50], b"\x00absent!"])
-        assert found == [*(k[::-1] for k in keys[:50]), None]
-        s.close()

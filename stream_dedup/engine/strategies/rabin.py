@@ -3,7 +3,7 @@
 A byte string is read as a polynomial A(x) over GF(2); its fingerprint is x^64·A(x) mod P(x), P an
 irreducible polynomial of degree 64. 004 draws P at random; here it was drawn once, by a seeded
 search (random 64-bit low parts until Rabin's irreducibility test passed), and fixed so stored
-fingerprints stay comparable (`tests/unit/test_strategy_drpkp.py` re-checks that P is irreducible).
+fingerprints stay comparable (`tests/unit/test_rabin.py` re-checks that P is irreducible).
 Multiplying by x^64 (8 zero bytes appended) spreads a short word over all 64 bits; without it a
 two-character word would be its own six UTF-8 bytes.
 """

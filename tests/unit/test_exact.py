@@ -1,0 +1,71 @@
+"""The exact stage: the hash that finds a message's exact repeats, and the Bloom filter whose
+"present" is confirmed against the exact records before anything is called a duplicate."""
+
+import numpy as np
+import pytest
+
+from stream_dedup.config import ExactSettings
+from stream_dedup.engine.exact import (
+    ExactStage,
+    content_hash,
+    exact_key,
+    exact_value,
+    text_hash,
+)
+from stream_dedup.state import MemoryStore
+from stream_dedup.state.store import WriteSet
+
+pytestmark = pytest.mark.unit
+WINDOW_S = 3600.0
+
+
+def stage(store: MemoryStore, rate: float = 500.0) -> ExactStage:
+    return ExactStage(ExactSettings(expected_rate_per_s=rate), WINDOW_S, store)
+
+
+def test_content_hash_is_of_the_normalized_text_or_else_of_the_raw_text() -> None:
+    assert content_hash("好评", "#好评#") == content_hash("好评", "好评！！") == text_hash("好评")
+    # Nothing left by normalization: only the same decoration repeats it ...
+    assert content_hash("", " [哈哈] ") == content_hash("", "[哈哈]")
+    assert content_hash("", "[哈哈]") != content_hash("", "[呵呵]")
+    # ... and never a text whose normalized form is that decoration.
+    assert content_hash("", "[哈哈]") != text_hash("[哈哈]")
+
+
+
+def test_confirm_names_the_recorded_first_message_and_no_false_positive() -> None:
+    store = MemoryStore(("meta", "exact"))
+    writes = WriteSet()
+    writes.put("exact", exact_key(text_hash("好评")), exact_value(7, "m7"))
+    store.write(writes)
+    assert stage(store).confirm([text_hash("好评"), text_hash("差评")]) == ["m7", None]
+
+
+def test_bloom_answers_present_for_what_it_was_given_and_in_the_same_batch() -> None:
+    exact = stage(MemoryStore(("meta", "exact")))
+    hashes = np.array([text_hash(t) for t in ("一", "二", "一")], np.uint64)
+    ts = np.full(3, 1_700_000_000_000, np.int64)
+    assert exact.maybe_seen(hashes, ts).tolist() == [False, False, True]
+    assert exact.maybe_seen(hashes[:2], ts[:2]).tolist() == [True, True]
+
+
+def test_a_snapshot_restores_the_filter_and_the_seq_it_covers() -> None:
+    store = MemoryStore(("meta", "exact"))
+    assert stage(store).restore() == 0  # no snapshot yet
+    first = stage(store)
+    ts = np.full(1, 1_700_000_000_000, np.int64)
+    first.maybe_seen(np.array([text_hash("好评")], np.uint64), ts)
+    writes = WriteSet()
+    first.snapshot(41, writes)
+    store.write(writes)
+    again = stage(store)
+    assert again.restore() == 41
+    assert again.maybe_seen(np.array([text_hash("好评")], np.uint64), ts).tolist() == [True]
+    resized = stage(store, rate=50_000.0)  # sized by another configuration: rebuilt instead
+    assert resized.restore() == 0
+
+
+def test_text_hash_is_part_of_the_stored_format() -> None:
+    """Exact records are keyed by it: a hash that changed between releases (or was salted per
+    process, as Python's hash() is) would lose every stored record."""
+    assert text_hash("好评") == 0x961FA8AE8AC422B6

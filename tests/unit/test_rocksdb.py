@@ -1,0 +1,105 @@
+"""The RocksDB store on real files in a temporary directory: one opener at a time, a directory
+only its owner reads, the options chosen per table, scans of hashed tables in key order, and
+RocksDB's failures as `StateError` naming the state directory."""
+
+import random
+from pathlib import Path
+
+import pytest
+
+from stream_dedup.engine.stored import TABLES
+from stream_dedup.errors import StateError
+from stream_dedup.state import WriteSet, disk_bytes, open_store
+from stream_dedup.state.rocksdb import RocksStore, directory_bytes
+
+pytestmark = pytest.mark.unit
+
+
+def test_rocksdb_refuses_a_second_opener(tmp_path: Path) -> None:
+    first = open_store("rocksdb", str(tmp_path / "s"), TABLES)
+    with pytest.raises(StateError, match="locked by another process"):
+        open_store("rocksdb", str(tmp_path / "s"), TABLES)
+    first.close()
+
+
+def test_rocksdb_directory_is_owner_only(tmp_path: Path) -> None:
+    s = open_store("rocksdb", str(tmp_path / "s"), TABLES)
+    s.close()
+    assert (tmp_path / "s").stat().st_mode & 0o077 == 0
+
+
+def families_whose_options_hold(path: Path, setting: str) -> set[str]:
+    """The column families whose section of the store's latest OPTIONS file holds `setting`."""
+    text = max(path.glob("OPTIONS-*")).read_text()
+    return {
+        section.split('"')[1] for section in text.split("[CFOptions ")[1:] if setting in section
+    }
+
+
+def test_rocksdb_memtable_bloom_only_where_lookups_miss(tmp_path: Path) -> None:
+    open_store("rocksdb", str(tmp_path / "s"), TABLES).close()
+    filtered = families_whose_options_hold(tmp_path / "s", "memtable_whole_key_filtering=true")
+    assert filtered == {"anchors", "blocks", "ids"}
+
+
+def test_rocksdb_hash_memtables_only_where_asked(tmp_path: Path) -> None:
+    open_store("rocksdb", str(tmp_path / "s"), TABLES, lookups_only=("anchors", "exact")).close()
+    hashed = families_whose_options_hold(tmp_path / "s", "id=HashLinkListRepFactory")
+    assert hashed == {"anchors", "exact"}
+
+
+def test_hashed_table_scans_in_key_order_before_and_after_reopen(tmp_path: Path) -> None:
+    """A scan of a hashed table crosses buckets in key order, in the memtable (a sorted copy)
+    and in the files a reopen flushed it to; keys shorter than the bucket prefix included."""
+    rng = random.Random(3)
+    keys = sorted({rng.randbytes(rng.choice((3, 8, 9, 12))) for _ in range(3000)})
+    w = WriteSet()
+    for k in keys:
+        w.put("blocks", k, k[::-1])
+    for reopen in (False, True):
+        s = open_store("rocksdb", str(tmp_path / "s"), TABLES, lookups_only=("blocks",))
+        if not reopen:
+            s.write(w)
+        lo, hi = keys[500], keys[2500]
+        assert list(s.scan("blocks", lo, hi)) == [(k, k[::-1]) for k in keys[500:2500]]
+        found = s.get_many("blocks", [*keys[:50], b"\x00absent!"])
+        assert found == [*(k[::-1] for k in keys[:50]), None]
+        s.close()
+def test_a_path_that_cannot_be_a_directory_is_a_state_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("in the way")
+    with pytest.raises(StateError, match=r"cannot create the state directory .*file"):
+        RocksStore(str(tmp_path / "file" / "s"), TABLES)
+
+
+def test_a_closed_store_fails_with_a_state_error(tmp_path: Path) -> None:
+    s = RocksStore(str(tmp_path / "s"), TABLES)
+    s.close()
+    with pytest.raises(StateError, match=r"state read failed in .*/s/docs"):
+        s.get_many("docs", [b"a"])
+    with pytest.raises(StateError, match="state scan failed"):
+        list(s.scan("docs", b"", b"\xff"))
+
+
+def test_writes_last_across_a_reopen_and_count_on_disk(tmp_path: Path) -> None:
+    path = str(tmp_path / "s")
+    s = RocksStore(path, TABLES, sync=True)
+    empty = s.disk_bytes()
+    w = WriteSet()
+    for n in range(2000):
+        w.put("docs", n.to_bytes(4, "big"), bytes(100))
+    s.write(w)
+    s.close()
+    again = RocksStore(path, TABLES)
+    assert again.get_many("docs", [(1999).to_bytes(4, "big"), (2000).to_bytes(4, "big")]) == [
+        bytes(100), None]
+    assert again.disk_bytes() > empty
+    assert disk_bytes("rocksdb", path) == directory_bytes(path) and disk_bytes("memory", path) == 0
+    again.close()
+
+
+def test_directory_bytes_sums_the_files_below(tmp_path: Path) -> None:
+    (tmp_path / "a").write_bytes(bytes(10))
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b").write_bytes(bytes(32))
+    assert directory_bytes(str(tmp_path)) == 42
+    assert directory_bytes(str(tmp_path / "none")) == 0
