@@ -15,16 +15,18 @@ hands a batch's outputs to the producer and returns at once; `complete` returns 
 broker has acknowledged every one of them, re-sending what failed with backoff, so the service can
 commit their input offsets right after it. `deliver` is both at once. Each attempt that leaves
 outputs unacknowledged is one `produce` error in the metrics and makes the broker "not reachable"
-until a poll succeeds. An error that waiting does not fix (a record over the broker's size limit,
-no authorization) stops the service with a `ServiceError` naming the topic; its batch is not
-committed and is replayed on restart.
+until a poll succeeds. A record the broker refuses for what it is (too large, invalid) becomes
+a dead letter cut to a size any topic takes (`oversize.shrink`), and a cut dead letter refused
+too is logged, counted (`errors_total{kind="dead_letter"}`) and skipped: no record blocks a
+batch. Any other error that waiting does not fix (no authorization) stops the service with a
+`ServiceError` naming the topic; its batch is not committed and is replayed on restart.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import partial
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
@@ -32,10 +34,12 @@ from kafka.errors import KafkaTimeoutError
 
 from ..config import KafkaSettings
 from ..errors import ServiceError
+from .oversize import PRODUCER_MAX_BYTES, limits_of, shrink
 from .reporting import BROKER_REACHABLE, NULL_METER, NULL_READY, Meter, Ready
 from .retry import Backoff, GaveUp
 from .route import Output
 from .security import rdkafka_security
+from .topics import max_message_bytes
 
 log = logging.getLogger(__name__)
 UNASSIGNED = -1  # librdkafka's RD_KAFKA_PARTITION_UA: the configured partitioner picks
@@ -48,6 +52,11 @@ PERMANENT = frozenset({
     KafkaError.RECORD_LIST_TOO_LARGE, KafkaError.TOPIC_AUTHORIZATION_FAILED,
     KafkaError.CLUSTER_AUTHORIZATION_FAILED, KafkaError._INVALID_ARG,
     KafkaError.INVALID_TIMESTAMP, KafkaError._AUTHENTICATION,
+})
+# Permanent errors of one record, not of the client: the record becomes a cut dead letter.
+REFUSED_RECORD = frozenset({
+    KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.INVALID_RECORD, KafkaError.RECORD_LIST_TOO_LARGE,
+    KafkaError.INVALID_TIMESTAMP,
 })
 
 
@@ -82,6 +91,7 @@ def producer_config(s: KafkaSettings) -> dict[str, object]:
         "enable.idempotence": True,
         "acks": "all",
         "linger.ms": s.linger_ms,
+        "message.max.bytes": PRODUCER_MAX_BYTES,  # what `oversize` cuts records to fit
         "partitioner": "murmur2_random",  # keyed: Java's default partitioner
         "allow.auto.create.topics": False,
         "message.timeout.ms": max(int(s.produce_timeout_s * 1000), request_ms + s.linger_ms),
@@ -115,11 +125,17 @@ class KafkaSink:
         else:
             log.warning("producer error, librdkafka retries error=%s", err.str())
 
-    def prepare(self, topics: Sequence[str]) -> None:
+    def prepare(self, topics: Sequence[str]) -> Mapping[str, int]:
         """Learn where each of `topics` lives now, so that the first batches do not wait for it
-        (and a refused login or a missing topic is said at start, not at the first batch)."""
+        (and a refused login or a missing topic is said at start, not at the first batch);
+        returns the most bytes a record of each may take."""
         for topic in topics:
             self.backoff.call(f"reading the partitions of {topic}", partial(self._learn, topic))
+        return limits_of(self.backoff.call("reading the topics' max.message.bytes",
+                                           partial(self._max_message_bytes, topics)))
+
+    def _max_message_bytes(self, topics: Sequence[str]) -> dict[str, int]:
+        return max_message_bytes(self.settings, topics)
 
     def _learn(self, topic: str) -> None:
         try:
@@ -169,6 +185,10 @@ class KafkaSink:
             if not sent.failed:
                 return
             self.metrics.count_error("produce")
+            letters = self._refused_records(sent)
+            if not sent.failed:  # only refused records: their dead letters go out at once
+                sent = self.send(letters)
+                continue
             for output, err in sent.failed:
                 if is_permanent(err):
                     raise ServiceError(f"writing to {output.topic} failed for good: {err.str()} "
@@ -181,7 +201,30 @@ class KafkaSink:
                         len(sent.failed), delay, err.str())
             self.backoff.wait(delay)
             delay = min(delay * 2, self.backoff.max_s)
-            sent = self.send([o for o, _ in sent.failed])
+            sent = self.send([o for o, _ in sent.failed] + letters)
+
+    def _refused_records(self, sent: Sent) -> list[Output]:
+        """Take the outputs the broker refused for what they are out of `sent.failed`: the cut
+        dead letters to send instead. One that is a cut dead letter already is skipped (its
+        input offset is committed with the batch), logged and counted."""
+        letters: list[Output] = []
+        rest: list[tuple[Output, KafkaError]] = []
+        for output, err in sent.failed:
+            if err.code() not in REFUSED_RECORD:
+                rest.append((output, err))
+                continue
+            letter = shrink(output, err.str(), self.settings.dead_letter_topic)
+            if letter is None:
+                self.metrics.count_error("dead_letter")
+                log.error("dead letter refused by topic %s, skipped error=%s headers=%s",
+                          output.topic, err.str(),
+                          {k: v.decode(errors="replace") for k, v in output.headers})
+            else:
+                log.warning("record refused by topic %s, written as a cut dead letter error=%s",
+                            output.topic, err.str())
+                letters.append(letter)
+        sent.failed = rest
+        return letters
 
     def deliver(self, outputs: Sequence[Output]) -> None:
         """`send` and `complete` at once."""

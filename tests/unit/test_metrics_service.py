@@ -273,7 +273,7 @@ def test_each_failed_delivery_attempt_is_one_produce_error() -> None:
     assert sorted(producer.acked) == [b"0", b"1", b"2"]
     assert meter.kinds == ["produce", "produce"]
     assert "broker reachable: delivery failed:" in ready()[1]
-    producer.failing, producer.error = 1, KafkaError(KafkaError.MSG_SIZE_TOO_LARGE)
+    producer.failing, producer.error = 1, KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)
     with pytest.raises(ServiceError, match="writing to out failed for good"):
         sink.deliver(outputs[:1])
     assert meter.kinds == ["produce"] * 3
