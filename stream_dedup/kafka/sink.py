@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 UNASSIGNED = -1  # librdkafka's RD_KAFKA_PARTITION_UA: the configured partitioner picks
 POLL_SLICE_S = 1.0  # waits in slices so that a shutdown request is noticed
 WAIT_LOG_EVERY_S = 5.0
+ERROR_LOG_EVERY_S = 30.0  # a client-wide error is said once per this, per error code
 # Errors that re-sending does not fix; every other one (timeouts, a broker away, a leader
 # moving) is waited out and re-sent.
 PERMANENT = frozenset({
@@ -111,6 +112,7 @@ class KafkaSink:
         self.backoff = backoff
         self.metrics = metrics
         self.ready = ready
+        self._said: dict[int, tuple[float, int]] = {}  # error code: (last said, not said since)
         self.producer: Producer = self._connect()
 
     def _connect(self) -> Producer:
@@ -120,10 +122,22 @@ class KafkaSink:
     def _error(self, err: KafkaError) -> None:
         """librdkafka's client-wide errors (a broker away, a refused login), from `poll`."""
         self.ready.set(BROKER_REACHABLE, False, f"producer: {err.str()}")
+        now = time.monotonic()
+        last, unsaid = self._said.get(err.code(), (-ERROR_LOG_EVERY_S, 0))
+        if now - last < ERROR_LOG_EVERY_S:  # a broker away repeats it at every reconnect
+            self._said[err.code()] = (last, unsaid + 1)
+            return
+        self._said[err.code()] = (now, 0)
         if is_permanent(err):
-            log.error("producer error error=%s", err.str())
+            log.error("producer error error=%s repeated=%d", err.str(), unsaid)
         else:
-            log.warning("producer error, librdkafka retries error=%s", err.str())
+            log.warning("producer error, librdkafka retries error=%s repeated=%d", err.str(),
+                        unsaid)
+
+    def idle(self) -> None:
+        """Serve the producer's reports and errors while no batch waits on it (librdkafka runs
+        its callbacks only inside a poll: an outage would otherwise be said only at the close)."""
+        self.producer.poll(0)
 
     def prepare(self, topics: Sequence[str]) -> Mapping[str, int]:
         """Learn where each of `topics` lives now, so that the first batches do not wait for it

@@ -90,6 +90,9 @@ class FakeSink:
             raise self.fail
         self.log.append("deliver")
 
+    def idle(self) -> None:
+        return
+
     def close(self) -> None:
         self.log.append("close sink")
 
