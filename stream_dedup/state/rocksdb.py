@@ -20,7 +20,9 @@ makes (one writer, one write batch at a time): that option is off for every tabl
 
 from __future__ import annotations
 
+import logging
 import os
+import stat
 from collections.abc import Collection, Iterator, Sequence
 
 from rocksdict import (
@@ -38,6 +40,7 @@ from rocksdict import (
 from ..errors import StateError
 from .store import WriteSet
 
+log = logging.getLogger(__name__)
 _MOSTLY_MISSED = ("anchors", "blocks", "ids")
 _MEMTABLE_BLOOM_RATIO = 0.02  # of the write buffer: 1.3 MB for a 64 MB memtable
 _HASH_PREFIX = 8  # the first bytes of a key (all of a shorter one) pick its bucket
@@ -80,6 +83,7 @@ class RocksStore:
             os.makedirs(path, mode=0o700, exist_ok=True)
         except OSError as exc:
             raise StateError(f"cannot create the state directory {path}: {exc.strerror}") from None
+        owner_only(path)
         cache = Cache(block_cache_mb << 20)
         opts = _options(cache)
         try:
@@ -147,6 +151,23 @@ class RocksStore:
             raise StateError(f"closing the state in {self.path} failed: {exc}") from None
         self._cfs.clear()
         self._handles.clear()
+
+
+def owner_only(path: str) -> None:
+    """Tighten a state directory that others may read or enter to owner-only (0700), saying so
+    in one line; refuse it when that is not allowed. The state holds the texts' fingerprints and
+    ids, and a new directory is made 0700."""
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+        if not mode & 0o077:
+            return
+        os.chmod(path, 0o700)
+    except OSError as exc:
+        raise StateError(f"the state directory {path} is open to other users and cannot be made "
+                         f"owner-only: {exc.strerror} (chmod 700 it, or use another "
+                         "state.path)") from None
+    log.warning("state directory was open to other users, tightened to owner-only path=%s "
+                "mode=%s now=0700", path, oct(mode))
 
 
 def directory_bytes(path: str) -> int:

@@ -69,6 +69,30 @@ def test_rocksdb_directory_is_owner_only(tmp_path: Path) -> None:
     assert (tmp_path / "s").stat().st_mode & 0o077 == 0
 
 
+def test_an_existing_rocksdb_directory_open_to_others_is_tightened(tmp_path: Path,
+                                                                    caplog) -> None:
+    (tmp_path / "s").mkdir(mode=0o755)
+    (tmp_path / "s").chmod(0o755)
+    open_store("rocksdb", str(tmp_path / "s"), TABLES).close()
+    assert (tmp_path / "s").stat().st_mode & 0o777 == 0o700
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and "tightened to owner-only" in said[0] and "mode=0o755" in said[0]
+    open_store("rocksdb", str(tmp_path / "s"), TABLES).close()  # owner-only: nothing said
+    assert len(caplog.records) == 1
+
+
+def test_a_directory_that_cannot_be_tightened_is_refused(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "s").mkdir(mode=0o755)
+    (tmp_path / "s").chmod(0o755)
+
+    def refused(path: str, mode: int) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr("stream_dedup.state.rocksdb.os.chmod", refused)
+    with pytest.raises(StateError, match="open to other users and cannot be made owner-only"):
+        open_store("rocksdb", str(tmp_path / "s"), TABLES)
+
+
 def families_whose_options_hold(path: Path, setting: str) -> set[str]:
     """The column families whose section of the store's latest OPTIONS file holds `setting`."""
     text = max(path.glob("OPTIONS-*")).read_text()
