@@ -18,6 +18,7 @@ from ..config import KafkaSettings, MetricsSettings
 from ..errors import ConfigError, ServiceError
 from ..kafka.reporting import BROKER_REACHABLE
 from ..kafka.retry import Backoff, Shutdown, Throttle
+from ..kafka.security import WATCH
 from ..ops.health import MetricsServer, Readiness, ReadyCheck, tls_context
 from ..ops.secret import read_secret
 
@@ -27,13 +28,17 @@ log = logging.getLogger(__name__)
 def quiet_kafka_logs() -> None:
     """kafka-python says every connection step at INFO and every failed connection at ERROR;
     keep its warnings and errors, and of those one line per message template every 30 s while a
-    broker restarts. (A filter on the handlers: records of child loggers such as
-    kafka.net.connection never pass through a filter set on the "kafka" logger.)"""
+    broker restarts; while a client connects, they are held (`security.WATCH`), and dropped when
+    the broker refused the login or certificate, which the service says in one line of its own.
+    (A filter on the handlers: records of child loggers such as kafka.net.connection never pass
+    through a filter set on the "kafka" logger.)"""
     logging.getLogger("kafka").setLevel(logging.WARNING)
     throttle = Throttle(30.0)
 
     def only_kafka(record: logging.LogRecord) -> bool:
-        return not record.name.startswith("kafka.") or throttle.filter(record)
+        if not record.name.startswith("kafka."):
+            return True
+        return not WATCH.holds(record) and throttle.filter(record)
 
     for handler in logging.getLogger().handlers:
         handler.addFilter(only_kafka)
