@@ -25,6 +25,7 @@ from kafka.errors import KafkaError
 from ..config import KafkaSettings
 from ..errors import ServiceError
 from ..ops.secret import Secret, read_secret
+from .retry import GaveUp
 
 AUTH_HINT = ("check kafka.sasl_username, the password in kafka.sasl_password_env / "
              "kafka.sasl_password_file and kafka.sasl_mechanism")
@@ -151,16 +152,17 @@ class _SecurityWatch(logging.Handler):
         with self._lock:
             self.connecting += 1
 
-    def end(self, refused: bool) -> None:
+    def end(self, said: bool) -> None:
         """A client is done connecting: once none is, log the held records, or drop them when
-        `connect` said why the broker refused."""
+        its failure was said by the caller (a refused login, a broker that did not answer)."""
         with self._lock:
             self.connecting -= 1
             if self.connecting:
                 return
             held, self.held = self.held, []
-        if not refused:
+        if not said:
             for record in held:
+                record.__dict__.pop("kafka_passes", None)  # the handlers' filter decides anew
                 logging.getLogger(record.name).handle(record)
 
 
@@ -205,22 +207,27 @@ def install() -> None:
     _keep_data_read_before_eof()
 
 
-def connect(what: str, k: KafkaSettings, make: Callable[[], T]) -> T:
+def connect(what: str, k: KafkaSettings, make: Callable[[], T],
+            give_up: Callable[[], bool] = lambda: False) -> T:
     """Make a kafka-python client; a refused login or an untrusted broker certificate becomes a
     ServiceError naming the cause as soon as the broker refuses (not retried: waiting does not
-    fix a password), and kafka-python's own lines about it are not logged."""
+    fix a password), and kafka-python's own lines about it are not logged. When `give_up()`
+    turns true first (a stop requested), the wait ends with GaveUp."""
     install()
     attempt = _Attempt(make)
     try:
-        return attempt.wait()
+        return attempt.wait(what, give_up)
     except KafkaError as exc:
+        attempt.said = True  # by the caller, in a line of its own
         seen = WATCH.since(attempt.mark)
         if seen is None and k.security_protocol != "PLAINTEXT":
             seen = _late_cause(attempt.mark)
         err = explain(exc, k, what, seen)
         if err is not None:
-            attempt.refused = True
             raise err from None
+        raise
+    except BaseException:
+        attempt.said = True  # by the caller, in a line of its own
         raise
     finally:
         attempt.finish()
@@ -238,7 +245,7 @@ class _Attempt:
 
     def __init__(self, make: Callable[[], Any], poll_s: float = 0.1) -> None:
         self.mark = WATCH.mark()
-        self.refused = False
+        self.said = False  # True: the caller says why it failed (kafka-python's lines dropped)
         self.poll_s = poll_s
         self._make = make
         self._result: list[Any] = []
@@ -262,14 +269,18 @@ class _Attempt:
         finally:
             self.finish()
 
-    def wait(self) -> Any:
+    def wait(self, what: str, give_up: Callable[[], bool]) -> Any:
         """The client, or the error `make()` raised, or `_Refused` as soon as a security
-        failure was logged."""
+        failure was logged, or GaveUp as soon as `give_up()`."""
         while self._thread.is_alive():
             self._thread.join(self.poll_s)
+            if not self._thread.is_alive():
+                break
             seen = WATCH.since(self.mark)
-            if seen is not None and self._thread.is_alive():
+            if seen is not None or give_up():
                 self._abandoned.set()
+                if seen is None:
+                    raise GaveUp(f"{what}: the broker has not answered yet")
                 raise _Refused(seen[1])
         if self._error:
             raise self._error[0]
@@ -280,7 +291,7 @@ class _Attempt:
             self._left -= 1
             last = self._left == 0
         if last:
-            WATCH.end(self.refused)
+            WATCH.end(self.said)
 
 
 def _late_cause(mark: int, wait_s: float = 3.0) -> tuple[str, str] | None:

@@ -42,6 +42,9 @@ from .security import rdkafka_security
 from .topics import max_message_bytes
 
 log = logging.getLogger(__name__)
+# librdkafka's own log lines (a line per failed connection while a broker is away): under
+# "kafka", so that the service's log handlers throttle them as they do kafka-python's.
+RDKAFKA_LOG = logging.getLogger("kafka.librdkafka")
 UNASSIGNED = -1  # librdkafka's RD_KAFKA_PARTITION_UA: the configured partitioner picks
 POLL_SLICE_S = 1.0  # waits in slices so that a shutdown request is noticed
 WAIT_LOG_EVERY_S = 5.0
@@ -117,7 +120,7 @@ class KafkaSink:
 
     def _connect(self) -> Producer:
         """The producer (it connects in the background: `prepare` is the first wait on it)."""
-        return Producer(producer_config(self.settings), logger=log, error_cb=self._error)
+        return Producer(producer_config(self.settings), logger=RDKAFKA_LOG, error_cb=self._error)
 
     def _error(self, err: KafkaError) -> None:
         """librdkafka's client-wide errors (a broker away, a refused login), from `poll`."""
@@ -143,10 +146,12 @@ class KafkaSink:
         """Learn where each of `topics` lives now, so that the first batches do not wait for it
         (and a refused login or a missing topic is said at start, not at the first batch);
         returns the most bytes a record of each may take."""
+        limit_s = self.settings.connect_timeout_s
         for topic in topics:
-            self.backoff.call(f"reading the partitions of {topic}", partial(self._learn, topic))
+            self.backoff.call(f"reading the partitions of {topic}", partial(self._learn, topic),
+                              limit_s)
         return limits_of(self.backoff.call("reading the topics' max.message.bytes",
-                                           partial(self._max_message_bytes, topics)))
+                                           partial(self._max_message_bytes, topics), limit_s))
 
     def _max_message_bytes(self, topics: Sequence[str]) -> dict[str, int]:
         return max_message_bytes(self.settings, topics)
@@ -261,8 +266,10 @@ class KafkaSink:
                             "waited_s=%.0f", last_said - started)
 
     def close(self) -> None:
-        """Wait up to `kafka.commit_timeout_s` for what the producer still holds."""
-        left = self.producer.flush(self.settings.commit_timeout_s)
-        if left:
+        """Wait up to `kafka.commit_timeout_s` for what the producer still holds; not at all
+        once the shutdown time has run out (the service said what is replayed)."""
+        out_of_time = self.backoff.give_up()
+        left = self.producer.flush(0 if out_of_time else self.settings.commit_timeout_s)
+        if left and not out_of_time:
             log.warning("closing the producer with %d outputs unacknowledged; their inputs were "
                         "not committed and are replayed on restart", left)

@@ -28,8 +28,10 @@ log = logging.getLogger(__name__)
 def quiet_kafka_logs() -> None:
     """kafka-python says every connection step at INFO and every failed connection at ERROR;
     keep its warnings and errors, and of those one line per message template every 30 s while a
-    broker restarts; while a client connects, they are held (`security.WATCH`), and dropped when
-    the broker refused the login or certificate, which the service says in one line of its own.
+    broker restarts, each without a traceback (kafka-python logs one for a connection reset
+    by a broker going away, an expected failure). While a client connects they are held
+    (`security.WATCH`), and dropped when the connection failed: the service says why in one
+    line of its own.
     (A filter on the handlers: records of child loggers such as kafka.net.connection never pass
     through a filter set on the "kafka" logger.)"""
     logging.getLogger("kafka").setLevel(logging.WARNING)
@@ -38,7 +40,15 @@ def quiet_kafka_logs() -> None:
     def only_kafka(record: logging.LogRecord) -> bool:
         if not record.name.startswith("kafka."):
             return True
-        return not WATCH.holds(record) and throttle.filter(record)
+        decided = getattr(record, "kafka_passes", None)  # asked once per handler
+        if decided is not None:
+            return decided
+        if record.exc_info and record.exc_info[1] is not None:  # a connection reset, say:
+            exc = record.exc_info[1]  # one line, not a traceback
+            record.msg = f"{record.getMessage()}: {type(exc).__name__}: {exc}"
+            record.args, record.exc_info, record.exc_text = (), None, None
+        record.kafka_passes = not WATCH.holds(record) and throttle.filter(record)
+        return record.kafka_passes
 
     for handler in logging.getLogger().handlers:
         handler.addFilter(only_kafka)
@@ -154,7 +164,7 @@ def lifecycle(k: KafkaSettings, m: MetricsSettings, metrics: ServesMetrics,
               ready: Readiness) -> Iterator[Lifecycle]:
     """Signals, backoff and metrics port around a process's run: a failed broker call counts a
     "broker" error and clears "broker reachable" until the next success."""
-    shutdown = Shutdown(k.shutdown_timeout_s)
+    shutdown = Shutdown(k.shutdown_timeout_s, running=False)  # `running()` once started
 
     def on_retry(what: str, exc: BaseException) -> None:
         metrics.count_error("broker")

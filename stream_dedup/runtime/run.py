@@ -13,7 +13,7 @@ from ..config import Settings
 from ..engine.batch import open_engine
 from ..errors import ConfigError
 from ..kafka.reporting import CONDITIONS, STATE_OPEN
-from ..kafka.retry import Backoff
+from ..kafka.retry import Backoff, GaveUp
 from ..kafka.sink import KafkaSink
 from ..kafka.source import KafkaSource
 from ..ops.health import Readiness
@@ -43,6 +43,13 @@ def open_decider(settings: Settings, root: str,
     return open_engine(settings, root), None
 
 
+def _stopped_starting(exc: GaveUp) -> ServiceStats:
+    """A stop requested while the service was still starting (a broker away) is one line and a
+    clean exit: nothing was read, nothing is lost."""
+    log.warning("stopped on request before the service ran (%s)", exc)
+    return ServiceStats()
+
+
 def serve(settings: Settings, state_path: str | None = None) -> ServiceStats:
     """Run the service in this (main) thread until SIGTERM/SIGINT; returns its totals."""
     k = settings.kafka
@@ -55,15 +62,20 @@ def serve(settings: Settings, state_path: str | None = None) -> ServiceStats:
         try:
             source = KafkaSource(k, life.backoff, metrics, ready, listener)
             sink = KafkaSink(k, life.backoff, metrics, ready)
-        except BaseException:
+        except BaseException as exc:
             engine.close()
+            if isinstance(exc, GaveUp):
+                return _stopped_starting(exc)
             raise
         service = Service(settings, engine, source, sink, life.shutdown, metrics, ready)
         try:
             service.check_topics()
-        except BaseException:
+        except BaseException as exc:
             service.close()
+            if isinstance(exc, GaveUp):
+                return _stopped_starting(exc)
             raise
+        life.shutdown.running()
         log.info("running state=%s inputs=%s output=%s duplicates=%s dead_letters=%s scope=%s%s",
                  state_path or st.path, ",".join(k.input_topics), k.output_topic,
                  k.duplicates_topic, k.dead_letter_topic, settings.scale.scope,

@@ -302,6 +302,7 @@ def test_backoff_waits_out_retriable_errors_only() -> None:
         ({"fetch_min_bytes": 0}, "kafka.fetch_min_bytes"),
         ({"session_timeout_ms": 400000}, "kafka.session_timeout_ms"),
         ({"retry_backoff_max_s": 0.1}, "kafka.retry_backoff_max_s"),
+        ({"connect_timeout_s": 0}, "kafka.connect_timeout_s"),
         ({"brokers": "x"}, "kafka.brokers"),
     ],
 )
@@ -315,6 +316,9 @@ def test_kafka_settings_from_the_environment() -> None:
     s = settings_from_dict({}, environ={"STREAM_DEDUP__KAFKA__INPUT_TOPICS": "[a, b]",
                                         "STREAM_DEDUP__KAFKA__DUPLICATES_TOPIC": "null"})
     assert s.kafka.input_topics == ("a", "b") and s.kafka.duplicates_topic is None
+    assert s.kafka.connect_timeout_s is None
+    timed = settings_from_dict({"kafka": {"connect_timeout_s": 30}}, environ={})
+    assert timed.kafka.connect_timeout_s == 30
 
 
 def test_headers_are_built_in_order_with_their_exact_bytes() -> None:
