@@ -209,6 +209,8 @@ class KafkaSettings:
     retry_backoff_s: float = 0.5  # first wait after a failed step (broker away)
     retry_backoff_max_s: float = 10.0  # the wait doubles up to this
     shutdown_timeout_s: float = 30.0  # after SIGTERM: give up flushing/committing after this
+    connect_timeout_s: float | None = None  # at start: give up on a broker that has not answered
+    # for this long (None: wait for it, saying so at every backoff step)
     linger_ms: int = 5  # the producer gathers outputs this long into one request
     # at_least_once: outputs acknowledged, then offsets committed (a crash writes the uncommitted
     # batch again). exactly_once: a batch's outputs and offsets in one transaction

@@ -211,6 +211,8 @@ def _check_kafka(k: KafkaSettings, need: Any) -> None:
     need(k.session_timeout_ms >= 1000, "kafka.session_timeout_ms", "out of range", ">= 1000")
     for key in ("produce_timeout_s", "commit_timeout_s", "retry_backoff_s", "shutdown_timeout_s"):
         need(getattr(k, key) > 0, f"kafka.{key}", "out of range", "> 0")
+    need(k.connect_timeout_s is None or k.connect_timeout_s > 0, "kafka.connect_timeout_s",
+         "out of range", "> 0, or null to wait for the broker as long as it takes")
     need(k.retry_backoff_max_s >= k.retry_backoff_s, "kafka.retry_backoff_max_s",
          "must be at least kafka.retry_backoff_s", f">= {k.retry_backoff_s}")
     need(k.linger_ms >= 0, "kafka.linger_ms", "out of range", ">= 0")

@@ -26,6 +26,13 @@ def _field(obj: Any, path: str) -> Any:
     return obj
 
 
+def _has_field(obj: Any, path: str) -> bool:
+    """Whether the dotted `path` is present (its value may be null)."""
+    *parents, last = path.split(".")
+    parent = _field(obj, ".".join(parents)) if parents else obj
+    return isinstance(parent, dict) and last in parent
+
+
 def _event_ms(value: Any) -> int | None:
     """Epoch seconds or milliseconds (numbers), or an ISO 8601 string."""
     if isinstance(value, bool):
@@ -59,6 +66,29 @@ def _too_deep(doc: str, obj: Any, limit: int) -> bool:
     return doc.count("{") + doc.count("[") > limit and _depth(obj) > limit
 
 
+def _json_type(value: Any) -> str:
+    """The JSON name of a parsed value's type, for reasons that say what was found."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return {dict: "an object", list: "an array", str: "a string"}[type(value)]
+
+
+def _json_array(doc: str, settings: InputSettings) -> str | None:
+    """Why a record of `input.format: auto` that starts with "[" is a dead letter: a JSON array
+    (JSON, but not a message); None for plain text that only starts with a bracket."""
+    try:
+        obj = json.loads(doc)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    if _too_deep(doc, obj, settings.max_json_depth):
+        return f"JSON nested deeper than input.max_json_depth={settings.max_json_depth}"
+    return f"JSON record is {_json_type(obj)}, not an object"
+
+
 def _from_json(doc: str, settings: InputSettings) -> tuple[str, str | None, int | None] | str:
     """The text, id and event time (None: the record has none) of a JSON record, or the reason
     it is a dead letter."""
@@ -71,10 +101,12 @@ def _from_json(doc: str, settings: InputSettings) -> tuple[str, str | None, int 
     if _too_deep(doc, obj, settings.max_json_depth):
         return f"JSON nested deeper than input.max_json_depth={settings.max_json_depth}"
     if not isinstance(obj, dict):
-        return "JSON record is not an object"
+        return f"JSON record is {_json_type(obj)}, not an object"
     text = _field(obj, settings.text_field)
     if not isinstance(text, str):
-        return f"missing text field '{settings.text_field}'"
+        if text is None and not _has_field(obj, settings.text_field):
+            return f"missing text field '{settings.text_field}'"
+        return f"text field '{settings.text_field}' is {_json_type(text)}, not a string"
     title = _field(obj, settings.title_field) if settings.title_field else None
     if isinstance(title, str) and title.strip():
         text = f"{title}\n{text}"  # the first paragraph (fingerprint.title)
@@ -119,6 +151,9 @@ def decode(raw: bytes, source: str, fallback_id: str, arrival_ms: int,
         text, found_id, found_ts = fields
         ident = ident if found_id is None else found_id
         ts = ts if found_ts is None else found_ts
+    elif settings.format == "auto" and stripped[0] == "[" and (
+            why := _json_array(stripped, settings)) is not None:
+        return dead(why)
     if not text.strip():
         return dead("empty text")
     if ("\\u" in stripped and _SURROGATE.search(text)) or _SURROGATE.search(ident):

@@ -21,6 +21,8 @@ GUARD = "dedup.guard"  # what makes a near match only related: number, date, ent
 # antonym, swap (comma-separated), or "contained" (a short text inside a much longer one)
 REPLAYED = "dedup.replayed"  # "true" when this is the first verdict given again on replay
 ERROR = "dedup.error"  # dead letters: why the record could not be read
+ORIGINAL_SIZE = "dedup.original_size"  # dead letters cut to fit their topic: the value's bytes
+DIGEST = "dedup.digest"  # and "sha256:<hex>" of the whole value
 SOURCE_TOPIC = "dedup.source.topic"
 SOURCE_PARTITION = "dedup.source.partition"
 SOURCE_OFFSET = "dedup.source.offset"

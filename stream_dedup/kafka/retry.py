@@ -16,6 +16,8 @@ from typing import TypeVar
 
 from kafka.errors import KafkaError
 
+from ..errors import ServiceError
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -48,10 +50,13 @@ class Backoff:
     sleep: Callable[[float], None] = time.sleep
     on_retry: Callable[[str, BaseException], None] = _ignore
 
-    def call(self, what: str, step: Callable[[], T]) -> T:
-        """Run `step` until it succeeds; raise GaveUp when `give_up()` turns true first."""
+    def call(self, what: str, step: Callable[[], T], limit_s: float | None = None) -> T:
+        """Run `step` until it succeeds; raise GaveUp when `give_up()` turns true first, and a
+        ServiceError when it has failed for `limit_s` (None: no limit). Each failed attempt is
+        one WARNING line saying how long the step has been failing."""
         delay = self.first_s
         attempt = 1
+        started = time.monotonic()
         while True:
             try:
                 return step()
@@ -59,9 +64,14 @@ class Backoff:
                 if not is_retriable(exc):
                     raise
                 if self.give_up():
-                    raise GaveUp(f"{what}: {exc}") from exc
-                log.warning("%s failed, retrying attempt=%d wait_s=%.1f error=%s",
-                            what, attempt, delay, exc)
+                    raise GaveUp(f"{what}: {exc}") from None
+                waited = time.monotonic() - started
+                if limit_s is not None and waited >= limit_s:
+                    raise ServiceError(f"{what}: no answer for {waited:.0f} s (after {attempt} "
+                                       f"attempts, kafka.connect_timeout_s={limit_s:g}): "
+                                       f"{exc}") from None
+                log.warning("%s failed, retrying attempt=%d waited_s=%.0f wait_s=%.1f error=%s",
+                            what, attempt, waited, delay, exc)
                 self.on_retry(what, exc)
             self.wait(delay)
             delay = min(delay * 2, self.max_s)
@@ -97,17 +107,25 @@ class Throttle(logging.Filter):
 
 class Shutdown:
     """A stop request shared by the loop and every retry: after `request()`, steps still try
-    until `timeout_s` has passed, then `expired()` turns true and retries give up."""
+    until `timeout_s` has passed, then `expired()` turns true and retries give up. Before
+    `running()` (the process is still starting: connecting, reading metadata) there is no work
+    to finish, and a request expires at once."""
 
-    def __init__(self, timeout_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, timeout_s: float, clock: Callable[[], float] = time.monotonic,
+                 running: bool = True) -> None:
         self.timeout_s = timeout_s
         self._clock = clock
         self._deadline: float | None = None
+        self._running = running
+
+    def running(self) -> None:
+        """The process has started: from now on a stop finishes the work in hand first."""
+        self._running = True
 
     def request(self) -> None:
         """Ask the service to stop; safe to call from a signal handler (sets two numbers)."""
         if self._deadline is None:
-            self._deadline = self._clock() + self.timeout_s
+            self._deadline = self._clock() + (self.timeout_s if self._running else 0.0)
 
     @property
     def requested(self) -> bool:

@@ -7,7 +7,7 @@ both sides of these two calls.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -15,6 +15,7 @@ from ..config import InputSettings, KafkaSettings
 from ..decode import decode
 from ..records import DeadLetter, Message, Verdict
 from . import headers as h
+from . import oversize
 
 
 class InputRecord(Protocol):
@@ -72,25 +73,35 @@ def decode_batch(records: Sequence[InputRecord], settings: InputSettings,
 
 
 def route(records: Sequence[InputRecord], decoded: Sequence[Message | DeadLetter],
-          verdicts: Sequence[Verdict], settings: KafkaSettings) -> list[Output]:
+          verdicts: Sequence[Verdict], settings: KafkaSettings,
+          limits: Mapping[str, int] | None = None) -> list[Output]:
     """One output per record (none for a duplicate when `duplicates_topic` is null), in poll
-    order. `verdicts` are the engine's, in the order of the messages among `decoded`."""
+    order. `verdicts` are the engine's, in the order of the messages among `decoded`. With
+    `limits` (the most bytes a record of each topic may take), an output its topic cannot take
+    is cut into a dead letter (`oversize.fit`)."""
     outputs: list[Output] = []
     pending = iter(verdicts)
+    quick = oversize.quick_bound(limits) if limits is not None else None
     for r, d in zip(records, decoded, strict=True):
         own = h.kept(r.headers)
         if isinstance(d, DeadLetter):
             extra = h.dead_letter_headers(d.reason, r.topic, r.partition, r.offset)
-            outputs.append(Output("dead_letter", settings.dead_letter_topic, r.key, r.value,
-                                  own + extra, r.timestamp))
-            continue
-        v = next(pending)
-        if not v.is_duplicate:
-            outputs.append(Output("unique", settings.output_topic, r.key, r.value,
-                                  own + h.verdict_headers(v), r.timestamp))
-        elif settings.duplicates_topic is not None:
-            outputs.append(Output("duplicate", settings.duplicates_topic, r.key, r.value,
-                                  own + h.verdict_headers(v), r.timestamp))
+            o = Output("dead_letter", settings.dead_letter_topic, r.key, r.value, own + extra,
+                       r.timestamp)
+        else:
+            v = next(pending)
+            if not v.is_duplicate:
+                o = Output("unique", settings.output_topic, r.key, r.value,
+                           own + h.verdict_headers(v), r.timestamp)
+            elif settings.duplicates_topic is not None:
+                o = Output("duplicate", settings.duplicates_topic, r.key, r.value,
+                           own + h.verdict_headers(v), r.timestamp)
+            else:
+                continue
+        if quick is not None and r.value is not None and len(r.value) > quick:
+            o = oversize.fit(o, limits, settings.dead_letter_topic,
+                             (r.topic, r.partition, r.offset))
+        outputs.append(o)
     if next(pending, None) is not None:
         raise ValueError("more verdicts than decoded messages")
     return outputs

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import ssl
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -24,6 +25,7 @@ from kafka.errors import KafkaError
 from ..config import KafkaSettings
 from ..errors import ServiceError
 from ..ops.secret import Secret, read_secret
+from .retry import GaveUp
 
 AUTH_HINT = ("check kafka.sasl_username, the password in kafka.sasl_password_env / "
              "kafka.sasl_password_file and kafka.sasl_mechanism")
@@ -97,18 +99,25 @@ def is_security_failure(exc: BaseException) -> bool:
 
 
 class _SecurityWatch(logging.Handler):
-    """Remembers the last authentication or certificate failure kafka-python logged.
+    """Remembers the last authentication or certificate failure kafka-python logged, and holds
+    back what kafka-python logs while a client connects.
 
     kafka-python 3.0 logs why a connection was refused (SaslAuthenticationFailedError, or
     CERTIFICATE_VERIFY_FAILED in the handshake) and then gives up bootstrapping with a bare
     KafkaTimeoutError, which is retriable: without this the service would retry a wrong password
-    forever. `connect` asks the watch whether such a failure happened while it waited.
+    forever. `connect` asks the watch whether such a failure happened while it waited. Its
+    own lines (several ERROR and WARNING lines for one refusal) are held while `connect` waits
+    (`holds`, asked by the log handlers' filter) and logged after it only when the connection
+    did not fail for a security reason: that failure is said once, by `connect`'s error.
     """
 
     def __init__(self) -> None:
-        super().__init__(logging.ERROR)
+        super().__init__(logging.WARNING)
         self.seq = 0
         self.last: tuple[int, str, str] | None = None  # (seq, kind, message)
+        self.connecting = 0
+        self.held: list[logging.LogRecord] = []
+        self._lock = threading.Lock()
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
@@ -128,6 +137,33 @@ class _SecurityWatch(logging.Handler):
     def since(self, mark: int) -> tuple[str, str] | None:
         last = self.last
         return (last[1], last[2]) if last and last[0] > mark else None
+
+    def holds(self, record: logging.LogRecord) -> bool:
+        """Take a kafka-python record while a client connects (True: do not emit it now)."""
+        if not self.connecting or not record.name.startswith("kafka"):
+            return False
+        with self._lock:
+            if record not in self.held:  # each root handler asks about the same record
+                self.held.append(record)
+        return True
+
+    def begin(self) -> None:
+        """A client starts connecting: hold kafka-python's records from now on."""
+        with self._lock:
+            self.connecting += 1
+
+    def end(self, said: bool) -> None:
+        """A client is done connecting: once none is, log the held records, or drop them when
+        its failure was said by the caller (a refused login, a broker that did not answer)."""
+        with self._lock:
+            self.connecting -= 1
+            if self.connecting:
+                return
+            held, self.held = self.held, []
+        if not said:
+            for record in held:
+                record.__dict__.pop("kafka_passes", None)  # the handlers' filter decides anew
+                logging.getLogger(record.name).handle(record)
 
 
 WATCH = _SecurityWatch()
@@ -171,21 +207,91 @@ def install() -> None:
     _keep_data_read_before_eof()
 
 
-def connect(what: str, k: KafkaSettings, make: Callable[[], T]) -> T:
+def connect(what: str, k: KafkaSettings, make: Callable[[], T],
+            give_up: Callable[[], bool] = lambda: False) -> T:
     """Make a kafka-python client; a refused login or an untrusted broker certificate becomes a
-    ServiceError naming the cause (not retried: waiting does not fix a password)."""
+    ServiceError naming the cause as soon as the broker refuses (not retried: waiting does not
+    fix a password), and kafka-python's own lines about it are not logged. When `give_up()`
+    turns true first (a stop requested), the wait ends with GaveUp."""
     install()
-    mark = WATCH.mark()
+    attempt = _Attempt(make)
     try:
-        return make()
+        return attempt.wait(what, give_up)
     except KafkaError as exc:
-        seen = WATCH.since(mark)
+        attempt.said = True  # by the caller, in a line of its own
+        seen = WATCH.since(attempt.mark)
         if seen is None and k.security_protocol != "PLAINTEXT":
-            seen = _late_cause(mark)
+            seen = _late_cause(attempt.mark)
         err = explain(exc, k, what, seen)
         if err is not None:
             raise err from None
         raise
+    except BaseException:
+        attempt.said = True  # by the caller, in a line of its own
+        raise
+    finally:
+        attempt.finish()
+
+
+class _Refused(KafkaError):
+    """The broker refused a login or a certificate while a client was still bootstrapping."""
+
+
+class _Attempt:
+    """`make()` in a thread of its own, so that a security failure logged meanwhile ends the
+    wait at once (kafka-python would go on trying until its bootstrap timeout). kafka-python's
+    records are held (`WATCH`) until both the wait and `make()` are over: a client abandoned
+    after a refusal goes on logging until it gives up, and is closed should it still connect."""
+
+    def __init__(self, make: Callable[[], Any], poll_s: float = 0.1) -> None:
+        self.mark = WATCH.mark()
+        self.said = False  # True: the caller says why it failed (kafka-python's lines dropped)
+        self.poll_s = poll_s
+        self._make = make
+        self._result: list[Any] = []
+        self._error: list[BaseException] = []
+        self._abandoned = threading.Event()
+        self._left = 2  # the wait and the thread: `WATCH.end` after both
+        self._lock = threading.Lock()
+        WATCH.begin()
+        self._thread = threading.Thread(target=self._run, name="kafka-connect", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            client = self._make()
+        except BaseException as exc:
+            self._error.append(exc)
+        else:
+            if self._abandoned.is_set():
+                client.close()
+            self._result.append(client)
+        finally:
+            self.finish()
+
+    def wait(self, what: str, give_up: Callable[[], bool]) -> Any:
+        """The client, or the error `make()` raised, or `_Refused` as soon as a security
+        failure was logged, or GaveUp as soon as `give_up()`."""
+        while self._thread.is_alive():
+            self._thread.join(self.poll_s)
+            if not self._thread.is_alive():
+                break
+            seen = WATCH.since(self.mark)
+            if seen is not None or give_up():
+                self._abandoned.set()
+                if seen is None:
+                    raise GaveUp(f"{what}: the broker has not answered yet")
+                raise _Refused(seen[1])
+        if self._error:
+            raise self._error[0]
+        return self._result[0]
+
+    def finish(self) -> None:
+        with self._lock:
+            self._left -= 1
+            last = self._left == 0
+        if last:
+            WATCH.end(self.said)
 
 
 def _late_cause(mark: int, wait_s: float = 3.0) -> tuple[str, str] | None:

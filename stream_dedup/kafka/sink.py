@@ -15,16 +15,18 @@ hands a batch's outputs to the producer and returns at once; `complete` returns 
 broker has acknowledged every one of them, re-sending what failed with backoff, so the service can
 commit their input offsets right after it. `deliver` is both at once. Each attempt that leaves
 outputs unacknowledged is one `produce` error in the metrics and makes the broker "not reachable"
-until a poll succeeds. An error that waiting does not fix (a record over the broker's size limit,
-no authorization) stops the service with a `ServiceError` naming the topic; its batch is not
-committed and is replayed on restart.
+until a poll succeeds. A record the broker refuses for what it is (too large, invalid) becomes
+a dead letter cut to a size any topic takes (`oversize.shrink`), and a cut dead letter refused
+too is logged, counted (`errors_total{kind="dead_letter"}`) and skipped: no record blocks a
+batch. Any other error that waiting does not fix (no authorization) stops the service with a
+`ServiceError` naming the topic; its batch is not committed and is replayed on restart.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import partial
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
@@ -32,15 +34,21 @@ from kafka.errors import KafkaTimeoutError
 
 from ..config import KafkaSettings
 from ..errors import ServiceError
+from .oversize import PRODUCER_MAX_BYTES, limits_of, shrink
 from .reporting import BROKER_REACHABLE, NULL_METER, NULL_READY, Meter, Ready
 from .retry import Backoff, GaveUp
 from .route import Output
 from .security import rdkafka_security
+from .topics import max_message_bytes
 
 log = logging.getLogger(__name__)
+# librdkafka's own log lines (a line per failed connection while a broker is away): under
+# "kafka", so that the service's log handlers throttle them as they do kafka-python's.
+RDKAFKA_LOG = logging.getLogger("kafka.librdkafka")
 UNASSIGNED = -1  # librdkafka's RD_KAFKA_PARTITION_UA: the configured partitioner picks
 POLL_SLICE_S = 1.0  # waits in slices so that a shutdown request is noticed
 WAIT_LOG_EVERY_S = 5.0
+ERROR_LOG_EVERY_S = 30.0  # a client-wide error is said once per this, per error code
 # Errors that re-sending does not fix; every other one (timeouts, a broker away, a leader
 # moving) is waited out and re-sent.
 PERMANENT = frozenset({
@@ -48,6 +56,11 @@ PERMANENT = frozenset({
     KafkaError.RECORD_LIST_TOO_LARGE, KafkaError.TOPIC_AUTHORIZATION_FAILED,
     KafkaError.CLUSTER_AUTHORIZATION_FAILED, KafkaError._INVALID_ARG,
     KafkaError.INVALID_TIMESTAMP, KafkaError._AUTHENTICATION,
+})
+# Permanent errors of one record, not of the client: the record becomes a cut dead letter.
+REFUSED_RECORD = frozenset({
+    KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.INVALID_RECORD, KafkaError.RECORD_LIST_TOO_LARGE,
+    KafkaError.INVALID_TIMESTAMP,
 })
 
 
@@ -82,6 +95,7 @@ def producer_config(s: KafkaSettings) -> dict[str, object]:
         "enable.idempotence": True,
         "acks": "all",
         "linger.ms": s.linger_ms,
+        "message.max.bytes": PRODUCER_MAX_BYTES,  # what `oversize` cuts records to fit
         "partitioner": "murmur2_random",  # keyed: Java's default partitioner
         "allow.auto.create.topics": False,
         "message.timeout.ms": max(int(s.produce_timeout_s * 1000), request_ms + s.linger_ms),
@@ -101,25 +115,46 @@ class KafkaSink:
         self.backoff = backoff
         self.metrics = metrics
         self.ready = ready
+        self._said: dict[int, tuple[float, int]] = {}  # error code: (last said, not said since)
         self.producer: Producer = self._connect()
 
     def _connect(self) -> Producer:
         """The producer (it connects in the background: `prepare` is the first wait on it)."""
-        return Producer(producer_config(self.settings), logger=log, error_cb=self._error)
+        return Producer(producer_config(self.settings), logger=RDKAFKA_LOG, error_cb=self._error)
 
     def _error(self, err: KafkaError) -> None:
         """librdkafka's client-wide errors (a broker away, a refused login), from `poll`."""
         self.ready.set(BROKER_REACHABLE, False, f"producer: {err.str()}")
+        now = time.monotonic()
+        last, unsaid = self._said.get(err.code(), (-ERROR_LOG_EVERY_S, 0))
+        if now - last < ERROR_LOG_EVERY_S:  # a broker away repeats it at every reconnect
+            self._said[err.code()] = (last, unsaid + 1)
+            return
+        self._said[err.code()] = (now, 0)
         if is_permanent(err):
-            log.error("producer error error=%s", err.str())
+            log.error("producer error error=%s repeated=%d", err.str(), unsaid)
         else:
-            log.warning("producer error, librdkafka retries error=%s", err.str())
+            log.warning("producer error, librdkafka retries error=%s repeated=%d", err.str(),
+                        unsaid)
 
-    def prepare(self, topics: Sequence[str]) -> None:
+    def idle(self) -> None:
+        """Serve the producer's reports and errors while no batch waits on it (librdkafka runs
+        its callbacks only inside a poll: an outage would otherwise be said only at the close)."""
+        self.producer.poll(0)
+
+    def prepare(self, topics: Sequence[str]) -> Mapping[str, int]:
         """Learn where each of `topics` lives now, so that the first batches do not wait for it
-        (and a refused login or a missing topic is said at start, not at the first batch)."""
+        (and a refused login or a missing topic is said at start, not at the first batch);
+        returns the most bytes a record of each may take."""
+        limit_s = self.settings.connect_timeout_s
         for topic in topics:
-            self.backoff.call(f"reading the partitions of {topic}", partial(self._learn, topic))
+            self.backoff.call(f"reading the partitions of {topic}", partial(self._learn, topic),
+                              limit_s)
+        return limits_of(self.backoff.call("reading the topics' max.message.bytes",
+                                           partial(self._max_message_bytes, topics), limit_s))
+
+    def _max_message_bytes(self, topics: Sequence[str]) -> dict[str, int]:
+        return max_message_bytes(self.settings, topics)
 
     def _learn(self, topic: str) -> None:
         try:
@@ -169,6 +204,10 @@ class KafkaSink:
             if not sent.failed:
                 return
             self.metrics.count_error("produce")
+            letters = self._refused_records(sent)
+            if not sent.failed:  # only refused records: their dead letters go out at once
+                sent = self.send(letters)
+                continue
             for output, err in sent.failed:
                 if is_permanent(err):
                     raise ServiceError(f"writing to {output.topic} failed for good: {err.str()} "
@@ -181,7 +220,30 @@ class KafkaSink:
                         len(sent.failed), delay, err.str())
             self.backoff.wait(delay)
             delay = min(delay * 2, self.backoff.max_s)
-            sent = self.send([o for o, _ in sent.failed])
+            sent = self.send([o for o, _ in sent.failed] + letters)
+
+    def _refused_records(self, sent: Sent) -> list[Output]:
+        """Take the outputs the broker refused for what they are out of `sent.failed`: the cut
+        dead letters to send instead. One that is a cut dead letter already is skipped (its
+        input offset is committed with the batch), logged and counted."""
+        letters: list[Output] = []
+        rest: list[tuple[Output, KafkaError]] = []
+        for output, err in sent.failed:
+            if err.code() not in REFUSED_RECORD:
+                rest.append((output, err))
+                continue
+            letter = shrink(output, err.str(), self.settings.dead_letter_topic)
+            if letter is None:
+                self.metrics.count_error("dead_letter")
+                log.error("dead letter refused by topic %s, skipped error=%s headers=%s",
+                          output.topic, err.str(),
+                          {k: v.decode(errors="replace") for k, v in output.headers})
+            else:
+                log.warning("record refused by topic %s, written as a cut dead letter error=%s",
+                            output.topic, err.str())
+                letters.append(letter)
+        sent.failed = rest
+        return letters
 
     def deliver(self, outputs: Sequence[Output]) -> None:
         """`send` and `complete` at once."""
@@ -208,8 +270,10 @@ class KafkaSink:
         self.producer.poll(seconds)
 
     def close(self) -> None:
-        """Wait up to `kafka.commit_timeout_s` for what the producer still holds."""
-        left = self.producer.flush(self.settings.commit_timeout_s)
-        if left:
+        """Wait up to `kafka.commit_timeout_s` for what the producer still holds; not at all
+        once the shutdown time has run out (the service said what is replayed)."""
+        out_of_time = self.backoff.give_up()
+        left = self.producer.flush(0 if out_of_time else self.settings.commit_timeout_s)
+        if left and not out_of_time:
             log.warning("closing the producer with %d outputs unacknowledged; their inputs were "
                         "not committed and are replayed on restart", left)

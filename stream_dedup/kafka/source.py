@@ -111,7 +111,8 @@ class KafkaSource:
         self._settle: Callable[[], None] = lambda: None
         self.consumer: KafkaConsumer = backoff.call(
             "connecting the consumer",
-            lambda: connect("connecting the consumer", settings, self._connect))
+            lambda: connect("connecting the consumer", settings, self._connect, backoff.give_up),
+            settings.connect_timeout_s)
         self.consumer.subscribe(list(settings.input_topics),
                                 listener=_Listener(self._assignment, self._owned, listener,
                                                    lambda: self._settle()))
@@ -317,9 +318,11 @@ class KafkaSource:
     def close(self) -> None:
         """Commit the offsets of all acknowledged work and wait for the answer (retrying while
         the broker is away, until the shutdown time runs out), then leave the group (the
-        partitions move at once instead of after the session timeout)."""
-        timeout_ms = int(self.settings.commit_timeout_s * 1000)
-        if self._done:
+        partitions move at once instead of after the session timeout). Once the shutdown time
+        has run out (the service said so) it neither commits nor waits."""
+        out_of_time = self.backoff.give_up()
+        timeout_ms = 0 if out_of_time else int(self.settings.commit_timeout_s * 1000)
+        if self._done and not out_of_time:
             request = _request(self._done)
             try:
                 self.backoff.call("committing offsets",

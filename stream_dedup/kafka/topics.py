@@ -10,7 +10,7 @@ from contextlib import ExitStack, contextmanager
 from typing import TypeVar
 
 from kafka import KafkaConsumer, TopicPartition
-from kafka.admin import KafkaAdminClient
+from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 
 from ..config import KafkaSettings
@@ -66,6 +66,17 @@ def create_topics(k: KafkaSettings, partitions: int | None = None,
             except TopicAlreadyExistsError:
                 result[name] = "exists"
     return result
+
+
+def max_message_bytes(where: Cluster, topics: Iterable[str]) -> dict[str, int]:
+    """Each topic's `max.message.bytes` (its own, or the broker's default), read once at start:
+    the most a record batch of it may take."""
+    wanted = [ConfigResource(ConfigResourceType.TOPIC, t, configs=["max.message.bytes"])
+              for t in topics]
+    with admin(where) as client:
+        found = client.describe_configs(wanted, config_filter="all").get("topic", {})
+    return {t: int(c["max.message.bytes"]["value"]) for t, c in found.items()
+            if "max.message.bytes" in c}
 
 
 @contextmanager

@@ -12,6 +12,12 @@ in an `ssl.SSLContext`, as prometheus-client's own `start_http_server(certfile=,
 does) and asks for HTTP basic auth (`basic_auth`: a WSGI wrapper; prometheus-client has none)
 on every path except `/healthz`, which liveness probes reach without credentials.
 
+A request that fails before the application sees it (plain HTTP on the TLS port, a broken
+handshake, a client gone mid-request) is one log line through the configured log format at most
+every `BAD_REQUEST_LOG_EVERY_S`, with a count of the others: socketserver would print a raw
+traceback on stderr for each, so anyone who can reach the port could flood the log and break
+`--log-format json`.
+
 The server thread never touches the engine or the Kafka clients (neither is thread-safe): the
 service records readiness in a `Readiness` from its own thread, and the HTTP thread only reads it.
 """
@@ -20,8 +26,11 @@ from __future__ import annotations
 
 import base64
 import hmac
+import logging
 import ssl
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -32,8 +41,10 @@ from prometheus_client.exposition import ThreadingWSGIServer
 
 from .secret import Secret
 
+log = logging.getLogger(__name__)
 ReadyCheck = Callable[[], tuple[bool, str]]
 StartResponse = Callable[..., Any]
+BAD_REQUEST_LOG_EVERY_S = 60.0
 
 
 class Readiness:
@@ -71,6 +82,29 @@ class _QuietHandler(WSGIRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         return
+
+
+class _QuietServer(ThreadingWSGIServer):
+    """Says failed requests in the log, one line per `BAD_REQUEST_LOG_EVERY_S` (see the module
+    docstring), instead of a traceback on stderr for each."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._lock = threading.Lock()
+        self._said = -BAD_REQUEST_LOG_EVERY_S
+        self._unsaid = 0
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        exc = sys.exc_info()[1]
+        with self._lock:
+            now = time.monotonic()
+            if now - self._said < BAD_REQUEST_LOG_EVERY_S:
+                self._unsaid += 1
+                return
+            self._said, unsaid, self._unsaid = now, self._unsaid, 0
+        log.warning("metrics port: a request failed and was not answered (%s) client=%s "
+                    "error_type=%s not_logged_since_last=%d", exc, client_address[0],
+                    type(exc).__name__, unsaid)
 
 
 def make_app(registry: CollectorRegistry, ready_check: ReadyCheck
@@ -152,7 +186,7 @@ def serve(registry: CollectorRegistry, port: int, address: str = "0.0.0.0",
     app = make_app(registry, ready_check or always_ready)
     if basic_auth is not None:
         app = with_basic_auth(app, *basic_auth)
-    server = make_server(address, port, app, ThreadingWSGIServer, handler_class=_QuietHandler)
+    server = make_server(address, port, app, _QuietServer, handler_class=_QuietHandler)
     if tls is not None:
         # The handshake runs on the first read in the request's own thread, under the
         # handler's timeout: a client that connects and says nothing cannot stall the port.

@@ -33,7 +33,7 @@ from ..records import Verdict
 from .health import MetricsServer, ReadyCheck, serve
 
 VERDICTS = ("unique", "exact", "near", "dead_letter")
-ERROR_KINDS = ("produce", "commit", "broker")
+ERROR_KINDS = ("produce", "commit", "broker", "dead_letter")
 FILE_TOPIC = "file"  # the `topic` label of records read by file mode (`stream-dedup dedup`)
 # A batch's time in one stage: from sub-millisecond (exact) to seconds (a large verify).
 STAGE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
@@ -126,7 +126,8 @@ class ServiceMetrics:
             f"{p}candidates_total", "Near-duplicate candidates the index proposed", registry=r)
         self.errors = PromCounter(
             f"{p}errors_total", "Failed calls: produce (a delivery attempt), commit (refused "
-            "by the group), broker (a failed poll, any retried request)", ["kind"], registry=r)
+            "by the group), broker (a failed poll, any retried request), dead_letter (a cut dead "
+            "letter the broker refused: skipped)", ["kind"], registry=r)
         for v in VERDICTS:
             self.verdicts.labels(v)
         for s in STAGES:

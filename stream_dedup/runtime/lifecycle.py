@@ -18,6 +18,7 @@ from ..config import KafkaSettings, MetricsSettings
 from ..errors import ConfigError, ServiceError
 from ..kafka.reporting import BROKER_REACHABLE
 from ..kafka.retry import Backoff, Shutdown, Throttle
+from ..kafka.security import WATCH
 from ..ops.health import MetricsServer, Readiness, ReadyCheck, tls_context
 from ..ops.secret import read_secret
 
@@ -27,13 +28,27 @@ log = logging.getLogger(__name__)
 def quiet_kafka_logs() -> None:
     """kafka-python says every connection step at INFO and every failed connection at ERROR;
     keep its warnings and errors, and of those one line per message template every 30 s while a
-    broker restarts. (A filter on the handlers: records of child loggers such as
-    kafka.net.connection never pass through a filter set on the "kafka" logger.)"""
+    broker restarts, each without a traceback (kafka-python logs one for a connection reset
+    by a broker going away, an expected failure). While a client connects they are held
+    (`security.WATCH`), and dropped when the connection failed: the service says why in one
+    line of its own.
+    (A filter on the handlers: records of child loggers such as kafka.net.connection never pass
+    through a filter set on the "kafka" logger.)"""
     logging.getLogger("kafka").setLevel(logging.WARNING)
     throttle = Throttle(30.0)
 
     def only_kafka(record: logging.LogRecord) -> bool:
-        return not record.name.startswith("kafka.") or throttle.filter(record)
+        if not record.name.startswith("kafka."):
+            return True
+        decided = getattr(record, "kafka_passes", None)  # asked once per handler
+        if decided is not None:
+            return decided
+        if record.exc_info and record.exc_info[1] is not None:  # a connection reset, say:
+            exc = record.exc_info[1]  # one line, not a traceback
+            record.msg = f"{record.getMessage()}: {type(exc).__name__}: {exc}"
+            record.args, record.exc_info, record.exc_text = (), None, None
+        record.kafka_passes = not WATCH.holds(record) and throttle.filter(record)
+        return record.kafka_passes
 
     for handler in logging.getLogger().handlers:
         handler.addFilter(only_kafka)
@@ -149,7 +164,7 @@ def lifecycle(k: KafkaSettings, m: MetricsSettings, metrics: ServesMetrics,
               ready: Readiness) -> Iterator[Lifecycle]:
     """Signals, backoff and metrics port around a process's run: a failed broker call counts a
     "broker" error and clears "broker reachable" until the next success."""
-    shutdown = Shutdown(k.shutdown_timeout_s)
+    shutdown = Shutdown(k.shutdown_timeout_s, running=False)  # `running()` once started
 
     def on_retry(what: str, exc: BaseException) -> None:
         metrics.count_error("broker")

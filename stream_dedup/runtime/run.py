@@ -13,7 +13,7 @@ from ..config import Settings
 from ..engine.batch import open_engine
 from ..errors import ConfigError
 from ..kafka.reporting import CONDITIONS, STATE_OPEN
-from ..kafka.retry import Backoff
+from ..kafka.retry import Backoff, GaveUp
 from ..kafka.sink import KafkaSink
 from ..kafka.source import KafkaSource
 from ..kafka.transaction import ChangelogProducer, TransactionalSink, transactional_id
@@ -46,6 +46,13 @@ def open_decider(settings: Settings, root: str, backoff: Backoff,
     return open_engine(settings, root), None
 
 
+def _stopped_starting(exc: GaveUp) -> ServiceStats:
+    """A stop requested while the service was still starting (a broker away) is one line and a
+    clean exit: nothing was read, nothing is lost."""
+    log.warning("stopped on request before the service ran (%s)", exc)
+    return ServiceStats()
+
+
 def serve(settings: Settings, state_path: str | None = None) -> ServiceStats:
     """Run the service in this (main) thread until SIGTERM/SIGINT; returns its totals."""
     k = settings.kafka
@@ -55,8 +62,12 @@ def serve(settings: Settings, state_path: str | None = None) -> ServiceStats:
         st = settings.state
         root = state_path or st.path
         # The sink first: under exactly_once its producer also writes `key`'s changelog.
-        sink = (TransactionalSink(k, life.backoff, transactional_id(k, root), metrics, ready)
-                if k.guarantee == "exactly_once" else KafkaSink(k, life.backoff, metrics, ready))
+        try:
+            sink = (TransactionalSink(k, life.backoff, transactional_id(k, root), metrics, ready)
+                    if k.guarantee == "exactly_once"
+                    else KafkaSink(k, life.backoff, metrics, ready))
+        except GaveUp as exc:
+            return _stopped_starting(exc)
         try:
             engine, listener = open_decider(
                 settings, root, life.backoff,
@@ -67,15 +78,20 @@ def serve(settings: Settings, state_path: str | None = None) -> ServiceStats:
         ready.set(STATE_OPEN, True)
         try:
             source = KafkaSource(k, life.backoff, metrics, ready, listener)
-        except BaseException:
+        except BaseException as exc:
             close_all([("engine", engine.close), ("producer", sink.close)])
+            if isinstance(exc, GaveUp):
+                return _stopped_starting(exc)
             raise
         service = Service(settings, engine, source, sink, life.shutdown, metrics, ready)
         try:
             service.check_topics()
-        except BaseException:
+        except BaseException as exc:
             service.close()
+            if isinstance(exc, GaveUp):
+                return _stopped_starting(exc)
             raise
+        life.shutdown.running()
         log.info("running state=%s inputs=%s output=%s duplicates=%s dead_letters=%s "
                  "guarantee=%s scope=%s%s", root, ",".join(k.input_topics),
                  k.output_topic, k.duplicates_topic, k.dead_letter_topic, k.guarantee,

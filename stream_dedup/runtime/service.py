@@ -74,7 +74,7 @@ import logging
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -123,13 +123,15 @@ class Source(Protocol):
 
 class Sink(Protocol):
     """`send` returns a handle that `complete` waits on (`KafkaSink.Sent`); under exactly_once
-    `commit` and `abort` close the transaction `send` opened (`TransactionalSink`)."""
+    `commit` and `abort` close the transaction `send` opened (`TransactionalSink`); `prepare`
+    returns the most bytes a record of each topic may take, or None when it does not know."""
 
-    def prepare(self, topics: Sequence[str]) -> None: ...
+    def prepare(self, topics: Sequence[str]) -> Mapping[str, int] | None: ...
     def send(self, outputs: Sequence[Output]) -> Any: ...
     def complete(self, sent: Any) -> None: ...
     def commit(self, sent: Any, offsets: dict[tuple[str, int], int], group: Any) -> None: ...
     def abort(self, why: str) -> None: ...
+    def idle(self) -> None: ...
     def close(self) -> None: ...
 
 
@@ -208,16 +210,19 @@ class Service:
         self._deciding: _Deciding | None = None
         self._pipelined = getattr(engine, "pipelined", False)  # `submit` and `result` too
         self._transactional = settings.kafka.guarantee == "exactly_once"
+        self.limits: Mapping[str, int] | None = None  # bytes a record of each output topic
+        # may take (`Sink.prepare`)
         source.before_revoke(self.complete)
 
     def check_topics(self) -> None:
         """Fail at start, naming the topic, when a configured topic does not exist (the producer
         would otherwise block on it batch after batch); then have the producer learn the output
-        topics, so that the first batches do not wait for it."""
+        topics, so that the first batches do not wait for it, and read the most bytes a record
+        of each may take (an output over it becomes a cut dead letter, `kafka.oversize`)."""
         k = self.settings.kafka
         wanted = configured_topics(k)
         require_topics(k, wanted, self.source.topics())
-        self.sink.prepare(wanted[len(k.input_topics):])
+        self.limits = self.sink.prepare(wanted[len(k.input_topics):])
 
     def run(self) -> ServiceStats:
         """Process batches until stopped; then close everything. Returns the totals."""
@@ -258,6 +263,7 @@ class Service:
                 self._finish_deciding()  # nothing arrived meanwhile: deliver it now
                 return 0
             self.complete()  # the input paused: nothing to overlap the wait with
+            self.sink.idle()
             t2 = clock()
             self.metrics.set_lag(self.source.lags())  # owned partitions change while idle too
             seconds["metrics"] += clock() - t2
@@ -298,7 +304,7 @@ class Service:
         """Steps 4-6 of a decided batch."""
         t0 = time.perf_counter()
         # 4. Route each record to its topic with the verdict headers.
-        outputs = route(records, decoded, verdicts, self.settings.kafka)
+        outputs = route(records, decoded, verdicts, self.settings.kafka, self.limits)
         self.stats.seconds["deliver"] += time.perf_counter() - t0
         # 6 first under exactly_once: the transaction before closes, then this one opens.
         if self._transactional and not self._complete_in_flight(later=records):

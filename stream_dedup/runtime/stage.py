@@ -194,6 +194,7 @@ def run_stage(settings: Settings, stage: Stage) -> int:
         loop = StageLoop(stage, k, metrics, ready, life)
         try:
             source, sink = loop.start()
+            life.shutdown.running()
             while not life.shutdown.requested:
                 loop.step(source, sink)
                 loop.progress()

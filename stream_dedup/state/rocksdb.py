@@ -16,16 +16,26 @@ of such a table sorts
 a copy of its memtable, so stores whose users scan in their hot path (the global scope's index
 shards) keep skiplists. A hash memtable cannot take concurrent writes, which this store never
 makes (one writer, one write batch at a time): that option is off for every table.
+
+Size on disk: every table is compressed with zstd (RocksDB's default, Snappy, left the state
+~1.7 times larger on the dev stream, see docs/operations.md); the stored messages (`docs`,
+normalized texts, most of the state) in 16 KiB blocks with a zstd dictionary trained per file,
+where texts share most of their words. The snapshots in `meta` are rewritten at every close, so
+that table is compacted then: a restart leaves no stale copy behind. RocksDB keeps one info log
+(its `LOG`), not one more per start.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import stat
 from collections.abc import Collection, Iterator, Sequence
 
 from rocksdict import (
     BlockBasedOptions,
     Cache,
+    DBCompressionType,
     MemtableFactory,
     Options,
     Rdict,
@@ -38,7 +48,13 @@ from rocksdict import (
 from ..errors import StateError
 from .store import WriteSet
 
+log = logging.getLogger(__name__)
 _MOSTLY_MISSED = ("anchors", "blocks", "ids")
+_TEXTS = ("docs",)  # large values of similar text: larger blocks and a zstd dictionary
+_TEXT_BLOCK_BYTES = 16 * 1024
+_DICT_BYTES = 64 * 1024  # zstd dictionary of a file of `_TEXTS`, trained on 100 times that
+_REWRITTEN = ("meta",)  # whole values rewritten at every close: compacted then
+_INFO_LOGS = 1  # RocksDB's LOG, without a LOG.old.<time> per start
 _MEMTABLE_BLOOM_RATIO = 0.02  # of the write buffer: 1.3 MB for a 64 MB memtable
 _HASH_PREFIX = 8  # the first bytes of a key (all of a shorter one) pick its bucket
 _HASH_BUCKETS = 1 << 18  # ~1 key a bucket in a 64 MB memtable of anchor postings (2 MB)
@@ -48,9 +64,12 @@ _HASH_BUCKETS = 1 << 18  # ~1 key a bucket in a 64 MB memtable of anchor posting
 GET_CHUNK = 256
 
 
-def _options(cache: Cache, lookups_miss: bool = False, hashed: bool = False) -> Options:
+def _options(cache: Cache, lookups_miss: bool = False, hashed: bool = False,
+             texts: bool = False) -> Options:
     table = BlockBasedOptions()
     table.set_block_cache(cache)
+    if texts:
+        table.set_block_size(_TEXT_BLOCK_BYTES)
     table.set_bloom_filter(10, False)
     table.set_cache_index_and_filter_blocks(True)
     table.set_pin_l0_filter_and_index_blocks_in_cache(True)
@@ -60,6 +79,11 @@ def _options(cache: Cache, lookups_miss: bool = False, hashed: bool = False) -> 
     opts.create_missing_column_families(True)
     opts.set_max_background_jobs(2)
     opts.set_allow_concurrent_memtable_write(False)
+    opts.set_keep_log_file_num(_INFO_LOGS)
+    opts.set_compression_type(DBCompressionType.zstd())
+    if texts:
+        opts.set_compression_options(-14, 3, 0, _DICT_BYTES)  # window bits, level: zstd's own
+        opts.set_zstd_max_train_bytes(100 * _DICT_BYTES)
     if hashed:
         opts.set_prefix_extractor(SliceTransform.create_max_len_prefix(_HASH_PREFIX))
         opts.set_memtable_factory(MemtableFactory.hash_link_list(_HASH_BUCKETS))
@@ -80,11 +104,12 @@ class RocksStore:
             os.makedirs(path, mode=0o700, exist_ok=True)
         except OSError as exc:
             raise StateError(f"cannot create the state directory {path}: {exc.strerror}") from None
+        owner_only(path)
         cache = Cache(block_cache_mb << 20)
         opts = _options(cache)
         try:
             self._db = Rdict(path, opts, column_families={
-                cf: _options(cache, cf in _MOSTLY_MISSED, cf in lookups_only)
+                cf: _options(cache, cf in _MOSTLY_MISSED, cf in lookups_only, cf in _TEXTS)
                 for cf in tables
             })
         except Exception as exc:  # rocksdict raises bare exceptions
@@ -138,8 +163,12 @@ class RocksStore:
         return directory_bytes(self.path)
 
     def close(self) -> None:
-        """Flush and release the directory lock (column-family views hold the DB open too)."""
+        """Compact the tables rewritten at every close (`_REWRITTEN`), flush and release the
+        directory lock (column-family views hold the DB open too)."""
         try:
+            for name in _REWRITTEN:
+                if name in self._cfs:
+                    self._cfs[name].compact_range(None, None)
             for cf in self._cfs.values():
                 cf.close()
             self._db.close()
@@ -147,6 +176,23 @@ class RocksStore:
             raise StateError(f"closing the state in {self.path} failed: {exc}") from None
         self._cfs.clear()
         self._handles.clear()
+
+
+def owner_only(path: str) -> None:
+    """Tighten a state directory that others may read or enter to owner-only (0700), saying so
+    in one line; refuse it when that is not allowed. The state holds the texts' fingerprints and
+    ids, and a new directory is made 0700."""
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+        if not mode & 0o077:
+            return
+        os.chmod(path, 0o700)
+    except OSError as exc:
+        raise StateError(f"the state directory {path} is open to other users and cannot be made "
+                         f"owner-only: {exc.strerror} (chmod 700 it, or use another "
+                         "state.path)") from None
+    log.warning("state directory was open to other users, tightened to owner-only path=%s "
+                "mode=%s now=0700", path, oct(mode))
 
 
 def directory_bytes(path: str) -> int:

@@ -1,8 +1,9 @@
 """The service against a real broker with SCRAM-SHA-512 over TLS (`KAFKA_SECURE=1 deploy/kafka.sh`).
 
 - end to end through the SASL_SSL listener: in = out + duplicates + dead letters;
-- a wrong password fails fast (bounded time, no retries) with an error naming authentication;
-- an untrusted CA fails with its own error naming the certificate check;
+- a wrong password fails as soon as the broker refuses it (no retries) with one line naming
+  authentication;
+- an untrusted CA fails the same way with one line naming the certificate check;
 - every log line, error and metric of those runs is scanned for the password: none has it.
 The password comes from a file (like a Kubernetes secret), never from the config.
 """
@@ -31,10 +32,14 @@ from kafka_helpers import (
 )
 
 from stream_dedup.config import Settings
+from stream_dedup.errors import ServiceError
+from stream_dedup.kafka.retry import Backoff
+from stream_dedup.kafka.source import KafkaSource
 from stream_dedup.kafka.topics import create_topics, group_lag
 
 pytestmark = pytest.mark.integration
 FAIL_WITHIN_S = 30.0
+REFUSED_WITHIN_S = 5.0  # the broker refuses within ~2 s of the first connection
 DUPLICATES = 40
 MALFORMED = [b"", b"\xff\xfe not utf-8", b'{"text": ', b'{"id": "no-text"}', b"   "]
 
@@ -63,6 +68,20 @@ def _run_failing(settings: Settings, tmp_path: Path) -> tuple[int, str, float]:
                           env=service_env(settings, tmp_path / "state"), capture_output=True,
                           text=True, timeout=FAIL_WITHIN_S * 3)
     return proc.returncode, proc.stdout + proc.stderr, time.monotonic() - started
+
+
+def _connect_refused(settings: Settings) -> float:
+    """Seconds until the consumer's connection fails (the broker refuses within a second or two
+    of the first connection; kafka-python alone would wait out its bootstrap timeout)."""
+    started = time.monotonic()
+    with pytest.raises(ServiceError):
+        KafkaSource(settings.kafka, Backoff(0.5, 2.0))
+    return time.monotonic() - started
+
+
+def _said(out: str) -> list[str]:
+    """The lines of a failed start besides the INFO lines every start logs."""
+    return [line for line in out.splitlines() if line.strip() and " INFO " not in line]
 
 
 @pytest.fixture(scope="module")
@@ -117,10 +136,12 @@ def test_wrong_password_fails_fast_naming_authentication(secure_kafka, tmp_path)
     code, out, took = _run_failing(settings, tmp_path)
     assert code == 1, out
     assert took < FAIL_WITHIN_S, f"took {took:.1f} s"
+    assert len(_said(out)) == 1, out  # kafka-python's own lines about it are not logged
     assert "Kafka authentication failed for user" in out, out
     assert "certificate verify failed" not in out.lower().split("authentication failed")[-1]
     assert "retrying" not in out, "a wrong password must not be retried"
     assert secure_kafka.password not in out and wrong.read_text().strip() not in out
+    assert (took := _connect_refused(settings)) < REFUSED_WITHIN_S, f"took {took:.1f} s"
 
 
 def test_untrusted_ca_fails_fast_naming_the_certificate(secure_kafka, tmp_path):
@@ -132,10 +153,12 @@ def test_untrusted_ca_fails_fast_naming_the_certificate(secure_kafka, tmp_path):
     code, out, took = _run_failing(settings, tmp_path)
     assert code == 1, out
     assert took < FAIL_WITHIN_S, f"took {took:.1f} s"
+    assert len(_said(out)) == 1, out
     assert "certificate verify failed" in out, out
     assert "authentication failed" not in out.lower(), out
     assert "retrying" not in out
     assert secure_kafka.password not in out
+    assert (took := _connect_refused(settings)) < REFUSED_WITHIN_S, f"took {took:.1f} s"
 
 
 def test_password_appears_in_no_log_error_metric_or_help(secure_kafka, secured_run, tmp_path):

@@ -12,6 +12,7 @@ from kafka_helpers import read_topic
 
 from stream_dedup.config import KafkaSettings
 from stream_dedup.errors import ServiceError
+from stream_dedup.kafka import headers as h
 from stream_dedup.kafka.retry import Backoff
 from stream_dedup.kafka.route import Output
 from stream_dedup.kafka.sink import KafkaSink
@@ -56,11 +57,17 @@ def test_a_topic_that_does_not_exist_is_named_at_start(kafka_bootstrap: str) -> 
     out.close()
 
 
-def test_a_record_over_the_size_limit_fails_for_good_naming_the_topic(
+def test_a_record_over_the_size_limit_is_written_as_a_cut_dead_letter(
         kafka_bootstrap: str, unique_topic) -> None:
-    topic = unique_topic(partitions=1)
-    out = sink(kafka_bootstrap)
-    out.prepare([topic])
-    with pytest.raises(ServiceError, match=f"writing to {topic} failed for good"):
-        out.deliver([Output("dead_letter", topic, None, b"x" * 2_000_000, [], NOW_MS)])
+    topic, dead = unique_topic(partitions=1), unique_topic(partitions=1)
+    out = sink(kafka_bootstrap, dead_letter_topic=dead)
+    out.prepare([topic, dead])
+    value = b"x" * 2_000_000  # over the producer's message.max.bytes: refused before sending
+    out.deliver([Output("unique", topic, b"k", value, [("trace", b"1")], NOW_MS)])
     out.close()
+    assert read_topic(kafka_bootstrap, topic) == []
+    [letter] = read_topic(kafka_bootstrap, dead)
+    got = h.as_dict(letter.headers)
+    assert letter.key == b"k" and value.startswith(letter.value) and len(letter.value) > 10_000
+    assert got[h.ORIGINAL_SIZE] == "2000000" and got[h.DIGEST].startswith("sha256:")
+    assert got[h.ERROR].startswith(f"refused by topic {topic}: ") and got["trace"] == "1"

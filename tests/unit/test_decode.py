@@ -16,9 +16,15 @@ pytestmark = pytest.mark.unit
         (b"   ", "empty record"),
         (b'{"text": ', "malformed JSON"),
         (b'{"body": "x"}', "missing text field"),
-        (b"[1]", None),  # plain text that happens to look like a list
+        (b'{"text": 12345}', "text field 'text' is a number, not a string"),
+        (b'{"text": null}', "text field 'text' is null, not a string"),
+        (b'{"text": ["a"]}', "text field 'text' is an array, not a string"),
+        (b"[1]", "JSON record is an array, not an object"),
+        ("[公告] 明天停电".encode(), None),  # text that starts with a bracket
         (b"x" * 70000, "over input.max_bytes"),
-        (b"[" * 100 + b"]" * 100, None),
+        (b"[" * 10 + b"]" * 10, "JSON record is an array, not an object"),
+        (b"[" * 100 + b"]" * 100, "JSON nested deeper than input.max_json_depth"),
+        (b'"just a string"', None),  # plain text in quotes
     ],
 )
 def test_bad_records_become_dead_letters(raw: bytes, reason: str | None) -> None:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
+import time
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -12,8 +15,10 @@ from kafka.errors import KafkaConnectionError
 
 from stream_dedup.config import KafkaSettings, MetricsSettings
 from stream_dedup.errors import ServiceError
+from stream_dedup.kafka import retry
 from stream_dedup.kafka.reporting import BROKER_REACHABLE, CONDITIONS
-from stream_dedup.kafka.retry import Shutdown
+from stream_dedup.kafka.retry import Backoff, GaveUp, Shutdown
+from stream_dedup.kafka.security import WATCH, connect
 from stream_dedup.ops.health import Readiness
 from stream_dedup.runtime.lifecycle import close_all, lifecycle, require_topics, stop_on_signals
 
@@ -82,3 +87,74 @@ def test_a_retried_broker_call_counts_an_error_and_clears_readiness() -> None:
     assert metrics.errors == ["broker"]
     ok, detail = ready()
     assert not ok and "broker reachable" in detail
+
+
+def test_each_backoff_step_says_how_long_it_has_waited_and_the_limit_ends_it(
+        monkeypatch, caplog) -> None:
+    now = [0.0]
+    monkeypatch.setattr(retry.time, "monotonic", lambda: now[0])
+
+    def away() -> None:
+        now[0] += 4.0  # one bootstrap attempt
+        raise KafkaConnectionError("refused")
+
+    backoff = Backoff(1.0, 8.0, sleep=lambda s: now.__setitem__(0, now[0] + s))
+    with pytest.raises(ServiceError, match=r"connecting: no answer for 1\d s .*"
+                                           r"kafka.connect_timeout_s=12"):
+        backoff.call("connecting", away, limit_s=12.0)
+    said = [r.getMessage() for r in caplog.records]
+    assert [s.split("waited_s=")[1].split()[0] for s in said] == ["4", "9"]
+    assert all(r.levelname == "WARNING" for r in caplog.records)
+
+
+def test_a_stop_before_the_process_runs_expires_at_once() -> None:
+    clock = [100.0]
+    starting = Shutdown(30.0, clock=lambda: clock[0], running=False)
+    starting.request()
+    assert starting.expired()
+    started = Shutdown(30.0, clock=lambda: clock[0], running=False)
+    started.running()
+    started.request()
+    assert not started.expired()
+    clock[0] += 30.0
+    assert started.expired()
+
+
+def test_a_connect_ends_when_the_stop_gives_up_on_it() -> None:
+    made = threading.Event()
+
+    def slow() -> object:
+        made.wait(10)
+        return SimpleNamespace(close=lambda: None)
+
+    started = time.monotonic()
+    with pytest.raises(GaveUp, match="the broker has not answered yet"):
+        connect("connecting the consumer", KafkaSettings(), slow, give_up=lambda: True)
+    assert time.monotonic() - started < 2
+    made.set()  # the abandoned attempt ends: kafka-python's lines are no longer held
+    deadline = time.monotonic() + 5
+    while WATCH.connecting and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not WATCH.connecting
+
+
+def test_kafka_client_lines_carry_no_traceback(capsys) -> None:
+    import logging
+
+    from stream_dedup.runtime.lifecycle import quiet_kafka_logs
+
+    root = logging.getLogger()
+    handler = logging.StreamHandler()
+    root.addHandler(handler)
+    try:
+        quiet_kafka_logs()
+        try:
+            raise ConnectionResetError(104, "Connection reset by peer")
+        except ConnectionResetError:
+            logging.getLogger("kafka.net.transport").exception("Error receiving network data")
+    finally:
+        root.removeHandler(handler)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.strip() == ("Error receiving network data: ConnectionResetError: [Errno 104] "
+                           "Connection reset by peer")

@@ -273,7 +273,7 @@ def test_each_failed_delivery_attempt_is_one_produce_error() -> None:
     assert sorted(producer.acked) == [b"0", b"1", b"2"]
     assert meter.kinds == ["produce", "produce"]
     assert "broker reachable: delivery failed:" in ready()[1]
-    producer.failing, producer.error = 1, KafkaError(KafkaError.MSG_SIZE_TOO_LARGE)
+    producer.failing, producer.error = 1, KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)
     with pytest.raises(ServiceError, match="writing to out failed for good"):
         sink.deliver(outputs[:1])
     assert meter.kinds == ["produce"] * 3
@@ -359,3 +359,20 @@ def test_without_metrics_the_service_reports_to_the_null_meter() -> None:
     assert svc.step() == 1 and source.log == []
     svc.complete()
     assert source.log == ["deliver", "commit"]
+
+
+def test_client_errors_are_said_when_they_happen_once_per_period(caplog) -> None:
+    sink = FakeKafkaSink(settings().kafka, Backoff(0.0, 0.0, sleep=lambda _: None))
+    away = KafkaError(KafkaError._TRANSPORT, "connection refused")
+    for _ in range(50):  # librdkafka reports each failed reconnect
+        sink._error(away)
+    sink._error(KafkaError(KafkaError._ALL_BROKERS_DOWN))
+    said = [r.getMessage() for r in caplog.records if "producer error" in r.getMessage()]
+    assert len(said) == 2 and "repeated=0" in said[0]
+
+
+def test_an_idle_step_serves_the_producers_callbacks() -> None:
+    svc, _, _ = metered([])
+    served = []
+    svc.sink.idle = lambda: served.append(True)  # type: ignore[method-assign]
+    assert svc.step() == 0 and served == [True]

@@ -50,8 +50,9 @@ def test_delays_double_up_to_the_most_and_each_retry_is_told(
     backoff = Backoff(1.0, 3.0, sleep=sleep, on_retry=lambda what, exc: told.append(what))
     with caplog.at_level(logging.WARNING, logger=retry.__name__):
         assert backoff.call("polling", step) == 7
-    assert [r.args[1:3] for r in caplog.records] == [(1, 1.0), (2, 2.0), (3, 3.0), (4, 3.0),
-                                                     (5, 3.0)]
+    # (attempt, seconds waited so far, the next wait)
+    assert [r.args[1:4] for r in caplog.records] == [(1, 0, 1.0), (2, 1, 2.0), (3, 3, 3.0),
+                                                     (4, 6, 3.0), (5, 9, 3.0)]
     assert now[0] == pytest.approx(12.0) and told == ["polling"] * 5
 
 

@@ -103,3 +103,44 @@ def test_directory_bytes_sums_the_files_below(tmp_path: Path) -> None:
     (tmp_path / "sub" / "b").write_bytes(bytes(32))
     assert directory_bytes(str(tmp_path)) == 42
     assert directory_bytes(str(tmp_path / "none")) == 0
+
+
+def test_an_existing_rocksdb_directory_open_to_others_is_tightened(tmp_path: Path,
+                                                                    caplog) -> None:
+    (tmp_path / "s").mkdir(mode=0o755)
+    (tmp_path / "s").chmod(0o755)
+    open_store("rocksdb", str(tmp_path / "s"), TABLES).close()
+    assert (tmp_path / "s").stat().st_mode & 0o777 == 0o700
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and "tightened to owner-only" in said[0] and "mode=0o755" in said[0]
+    open_store("rocksdb", str(tmp_path / "s"), TABLES).close()  # owner-only: nothing said
+    assert len(caplog.records) == 1
+
+
+def test_a_directory_that_cannot_be_tightened_is_refused(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "s").mkdir(mode=0o755)
+    (tmp_path / "s").chmod(0o755)
+
+    def refused(path: str, mode: int) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr("stream_dedup.state.rocksdb.os.chmod", refused)
+    with pytest.raises(StateError, match="open to other users and cannot be made owner-only"):
+        open_store("rocksdb", str(tmp_path / "s"), TABLES)
+
+
+def test_restarts_that_rewrite_a_snapshot_leave_no_file_behind(tmp_path: Path) -> None:
+    # The engine rewrites its snapshots in `meta` at every close (the Bloom filter: megabytes):
+    # a stale copy, or a LOG.old per start, would grow the state by restarts.
+    rng = random.Random(3)
+    path = str(tmp_path / "s")
+    sizes = []
+    for _ in range(8):
+        store = open_store("rocksdb", path, TABLES)
+        w = WriteSet()
+        w.put("meta", b"bloom", rng.randbytes(1 << 20))
+        store.write(w)
+        store.close()
+        sizes.append(directory_bytes(path))
+    assert sizes[-1] < sizes[0] * 1.05, sizes
+    assert not list((tmp_path / "s").glob("LOG.old*"))

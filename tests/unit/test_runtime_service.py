@@ -89,6 +89,9 @@ class FakeSink:
             raise self.fail
         self.log.append("deliver")
 
+    def idle(self) -> None:
+        return
+
     def close(self) -> None:
         self.log.append("close sink")
 
@@ -279,6 +282,7 @@ def test_check_topics_names_the_missing_topic() -> None:
         ({"fetch_min_bytes": 0}, "kafka.fetch_min_bytes"),
         ({"session_timeout_ms": 400000}, "kafka.session_timeout_ms"),
         ({"retry_backoff_max_s": 0.1}, "kafka.retry_backoff_max_s"),
+        ({"connect_timeout_s": 0}, "kafka.connect_timeout_s"),
         ({"brokers": "x"}, "kafka.brokers"),
     ],
 )
@@ -292,6 +296,9 @@ def test_kafka_settings_from_the_environment() -> None:
     s = settings_from_dict({}, environ={"STREAM_DEDUP__KAFKA__INPUT_TOPICS": "[a, b]",
                                         "STREAM_DEDUP__KAFKA__DUPLICATES_TOPIC": "null"})
     assert s.kafka.input_topics == ("a", "b") and s.kafka.duplicates_topic is None
+    assert s.kafka.connect_timeout_s is None
+    timed = settings_from_dict({"kafka": {"connect_timeout_s": 30}}, environ={})
+    assert timed.kafka.connect_timeout_s == 30
 
 
 def test_the_gil_switch_interval_follows_the_batch_size() -> None:

@@ -4,10 +4,14 @@ metrics port over TLS with basic auth."""
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import shutil
+import socket
 import ssl
 import subprocess
+import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -21,6 +25,7 @@ from stream_dedup.config_file import settings_from_dict
 from stream_dedup.errors import ConfigError, ServiceError
 from stream_dedup.kafka.security import client_security, connect, describe, rdkafka_security
 from stream_dedup.ops.health import serve, tls_context, with_basic_auth
+from stream_dedup.ops.logs import JsonFormatter
 from stream_dedup.ops.secret import Secret, read_secret
 
 pytestmark = pytest.mark.unit
@@ -219,3 +224,28 @@ def test_metrics_security_settings(cert: tuple[str, str]) -> None:
         settings_from_dict({"metrics": {"tls_certfile": cert[0]}}, {})
     with pytest.raises(ConfigError, match="without a user"):
         settings_from_dict({"metrics": {"basic_auth_password_env": "X"}}, {})
+
+
+def test_bad_requests_to_the_tls_metrics_port_are_a_few_log_lines(cert, capfd) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter())
+    logging.getLogger().addHandler(handler)
+    server = serve(CollectorRegistry(), 0, "127.0.0.1", tls=tls_context(*cert))
+    try:
+        for i in range(1000):
+            with socket.create_connection(("127.0.0.1", server.port), timeout=5) as conn:
+                try:  # the server may drop the connection before all of it was sent
+                    conn.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n" if i % 2 else
+                                 b"\x16\x03\x01\x00\x30" + bytes(range(48)))  # a broken hello
+                    conn.recv(1024)
+                except OSError:
+                    pass
+        time.sleep(0.5)  # the last handler threads finish
+    finally:
+        server.close()
+        logging.getLogger().removeHandler(handler)
+    err = capfd.readouterr().err
+    lines = err.splitlines()
+    assert 1 <= len(lines) <= 3 and "Traceback" not in err
+    said = [json.loads(line) for line in lines]
+    assert said[0]["message"].startswith("metrics port: a request failed")

@@ -7,7 +7,7 @@ costs already paid."""
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
@@ -307,11 +307,15 @@ class MetadataSink(KafkaSink):
     def _connect(self) -> MetadataProducer:  # type: ignore[override]
         return MetadataProducer(failing=1)
 
+    def _max_message_bytes(self, topics: Sequence[str]) -> dict[str, int]:
+        return dict.fromkeys(topics, 2_000_000)
+
 
 def test_the_sink_learns_every_topic_it_is_given_waiting_out_timeouts() -> None:
     sink = MetadataSink(settings().kafka, NO_WAIT)
-    sink.prepare(["out", "dead"])
+    limits = sink.prepare(["out", "dead"])
     assert sink.producer.asked == ["out", "dead"]  # type: ignore[attr-defined]
+    assert limits == {"out": 1_000_000, "dead": 1_000_000}  # never more than the producer sends
 
 
 @dataclass
@@ -326,7 +330,7 @@ class TopicErrorProducer:
 
 
 def test_a_leader_being_elected_is_waited_out_and_a_missing_topic_named() -> None:
-    class Sink(KafkaSink):
+    class Sink(MetadataSink):
         def _connect(self) -> TopicErrorProducer:  # type: ignore[override]
             return TopicErrorProducer([KafkaError.LEADER_NOT_AVAILABLE,
                                        KafkaError.UNKNOWN_TOPIC_OR_PART])
