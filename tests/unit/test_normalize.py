@@ -24,6 +24,9 @@ pytestmark = pytest.mark.unit
         ("好评//@小王: 今天天气很好", "好评小王今天天气很好"[:2] + "今天天气很好"),
         ("转发微博", ""),
         ("repost 好评", "好评"),
+        ("好评 [转载]via 微博客户端", "好评"),  # the client line a platform adds
+        ("好评 来自iPhone客户端", "好评"),
+        ("我用微博客户端发的", "我用微博客户端发的"),  # a client named in the text stays
         ("reposted prerepost repost_", "repostedprerepostrepost"),  # the word only
         ("@张三 你好", "你好"),
         ("#话题# 正文【标签】", "正文"),
