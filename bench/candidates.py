@@ -44,7 +44,7 @@ def measure(path: Path, settings: Settings, batch: int = 4000) -> tuple[list[lis
             for start in range(0, len(messages), batch):
                 verdicts += engine.process(messages[start:start + batch])
                 print(f"  {path.name}: {len(verdicts):,}/{len(messages):,}", file=sys.stderr)
-            texts = engine.normalize([m.text for m in messages])
+            texts, _ = engine.normalize([m.text for m in messages])
         finally:
             engine.close()
     cluster_of = {item.message.id: item.cluster for item in stream}
