@@ -55,7 +55,9 @@ _FORWARD = (r"[转轉][发發]微博", r"repost\b(?<!\wrepost)",
             # a repost's lead marker: 转：, 转载：, 转自@name：, 【转】 (the tags step takes that)
             r"(?m)^[ \t]*[转轉](?:[自载載发發])?[ \t]*(?:@[^:：\s]{1,30})?[ \t]*[:：]",
             # the client line a platform adds to a post: via 微博客户端, 来自iPhone客户端
-            r"via[ \t]*[^\s，。,!?！？]{1,20}?客户端", r"来自[ \t]*[^\s，。,!?！？]{1,20}?客户端")
+            r"via[ \t]*[^\s，。,!?！？]{1,20}?客户端", r"来自[ \t]*[^\s，。,!?！？]{1,20}?客户端",
+            # a source line in brackets: （来源：新浪网）
+            r"[（(][ \t]*来源[ \t]*[:：][^）)\n]{1,20}[）)]")
 _NOT_URL = r"[^\s\u3000-\u303f\uff00-\uffef\u4e00-\u9fff]+"
 # Short links ("t.cn/x"): the one pattern that starts with a character class, so the regex engine
 # tries it at every letter and digit. Each match holds the literal part and no newline, so only

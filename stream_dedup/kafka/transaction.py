@@ -114,7 +114,7 @@ class TransactionalSink(KafkaSink):
                  metrics: Meter = NULL_METER, ready: Ready = NULL_READY) -> None:
         self.tx_id = tx_id
         self._opened: float | None = None  # monotonic time the open transaction began
-        self._said: tuple[str, float] = ("", 0.0)  # the last abort's reason, when it was said
+        self._last_abort: tuple[str, float] = ("", 0.0)  # the last abort's reason, when said
         super().__init__(settings, backoff, metrics, ready)
 
     def _connect(self) -> Producer:
@@ -271,10 +271,10 @@ class TransactionalSink(KafkaSink):
         """One line per cause: the same reason again within `SAID_AGAIN_AFTER_S` (a member out of
         the group aborts each batch it polled before the consumer learns it) is only counted."""
         now = time.monotonic()
-        if why == self._said[0] and now - self._said[1] < SAID_AGAIN_AFTER_S:
+        if why == self._last_abort[0] and now - self._last_abort[1] < SAID_AGAIN_AFTER_S:
             log.debug("transaction aborted again: %s", why)
             return
-        self._said = (why, now)
+        self._last_abort = (why, now)
         log.warning("transaction aborted, the batch is decided again: %s", why)
 
     def close(self) -> None:

@@ -61,25 +61,31 @@ def serve(settings: Settings, state_path: str | None = None) -> ServiceStats:
     with lifecycle(k, settings.metrics, metrics, ready) as life:
         st = settings.state
         root = state_path or st.path
-        # The sink first: under exactly_once its producer also writes `key`'s changelog.
-        try:
-            sink = (TransactionalSink(k, life.backoff, transactional_id(k, root), metrics, ready)
-                    if k.guarantee == "exactly_once"
-                    else KafkaSink(k, life.backoff, metrics, ready))
-        except GaveUp as exc:
-            return _stopped_starting(exc)
+        # Under exactly_once the sink's producer also writes `key`'s changelog, so it comes
+        # first; otherwise the consumer connects first and says at once what refuses it.
+        sink: KafkaSink | None = None
+        if k.guarantee == "exactly_once":
+            try:
+                sink = TransactionalSink(k, life.backoff, transactional_id(k, root), metrics,
+                                         ready)
+            except GaveUp as exc:
+                return _stopped_starting(exc)
         try:
             engine, listener = open_decider(
                 settings, root, life.backoff,
                 sink.changelog_producer() if isinstance(sink, TransactionalSink) else None)
         except BaseException:
-            sink.close()
+            if sink is not None:
+                sink.close()
             raise
         ready.set(STATE_OPEN, True)
         try:
             source = KafkaSource(k, life.backoff, metrics, ready, listener)
+            if sink is None:
+                sink = KafkaSink(k, life.backoff, metrics, ready)
         except BaseException as exc:
-            close_all([("engine", engine.close), ("producer", sink.close)])
+            close_all([("engine", engine.close),
+                       ("producer", sink.close if sink is not None else lambda: None)])
             if isinstance(exc, GaveUp):
                 return _stopped_starting(exc)
             raise

@@ -318,6 +318,7 @@ def test_global_scope_two_per_stage_kill9_index_then_fingerprint(kafka_bootstrap
             arrival += 1
         else:
             other += 1
+            print(f"\ndecided otherwise: {i} global {matched.get(i)} file mode {file_mode[i]}")
     differences = flipped + arrival + other
     print(f"\nglobal scope: {len(ids)} messages + {len(BAD)} dead letters, 2 processes per "
           f"stage, killed {_kills(run)}; {got.twice} records emitted twice; kept {len(kept)} "

@@ -26,6 +26,8 @@ pytestmark = pytest.mark.unit
         ("repost 好评", "好评"),
         ("好评 [转载]via 微博客户端", "好评"),  # the client line a platform adds
         ("好评 来自iPhone客户端", "好评"),
+        ("下次不会去住了．（来源：新浪网）", "下次不会去住了"),  # a source line in brackets
+        ("资金来源：银行贷款", "资金来源银行贷款"),  # a source named in the text stays
         ("我用微博客户端发的", "我用微博客户端发的"),  # a client named in the text stays
         ("reposted prerepost repost_", "repostedprerepostrepost"),  # the word only
         ("@张三 你好", "你好"),
