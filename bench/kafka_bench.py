@@ -85,9 +85,10 @@ from stream_dedup.kafka.source import KafkaSource
 from stream_dedup.kafka.topics import admin, configured_topics, create_topics
 from stream_dedup.kafka.transaction import TransactionalSink, transactional_id
 from stream_dedup.records import DeadLetter
+from stream_dedup.runtime.contracts import STEPS
 from stream_dedup.runtime.lifecycle import quiet_kafka_logs
 from stream_dedup.runtime.run import open_decider
-from stream_dedup.runtime.service import STEPS, Service
+from stream_dedup.runtime.service import Service
 from stream_dedup.tools.broker import LocalBroker
 from stream_dedup.tools.demo import service_env
 

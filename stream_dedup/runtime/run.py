@@ -20,9 +20,10 @@ from ..kafka.transaction import ChangelogProducer, TransactionalSink, transactio
 from ..ops.health import Readiness
 from ..ops.metrics import ServiceMetrics
 from ..scale.partitioned import open_partitioned
+from .contracts import Decider, ServiceStats
 from .engine_process import EngineProcess
 from .lifecycle import close_all, lifecycle
-from .service import Decider, Service, ServiceStats
+from .service import Service
 
 log = logging.getLogger(__name__)
 

@@ -74,9 +74,9 @@ import logging
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from .. import collector
 from ..config import Settings
@@ -86,8 +86,10 @@ from ..kafka.route import InputRecord, Output, decode_batch, first_offsets, next
 from ..kafka.source import BACKLOG_RECORDS
 from ..kafka.topics import configured_topics
 from ..records import DeadLetter, Message, Verdict
+from .contracts import Decider, ServiceStats, Sink, Source
 from .lifecycle import close_all, require_topics
 
+PROGRESS_EVERY_S = 60.0
 log = logging.getLogger(__name__)
 # How long the engine (the main thread) may hold the GIL before kafka-python's I/O threads (the
 # consumer's fetches and commits, the producer's sends and acknowledgements) get a turn, chosen
@@ -105,71 +107,6 @@ def pace_threads(records: int) -> None:
     sys.setswitchinterval(BACKLOG_SWITCH_S if records >= BACKLOG_RECORDS else LATENCY_SWITCH_S)
 # Wall time per loop step; "deliver" is sending (5) and waiting for acknowledgements (6),
 # "metrics" the reporting.
-STEPS = ("poll", "decode", "engine", "deliver", "commit", "metrics")
-PROGRESS_EVERY_S = 60.0
-
-
-class Source(Protocol):
-    def poll(self, wait: bool = True) -> list[InputRecord]: ...
-    def commit(self, offsets: dict[tuple[str, int], int]) -> bool: ...
-    def lags(self) -> dict[tuple[str, int], int]: ...
-    def topics(self) -> set[str]: ...
-    def before_revoke(self, settle: Callable[[], None]) -> None: ...
-    def close(self) -> None: ...
-    # exactly_once (`KafkaSource`):
-    def transaction_group(self, offsets: dict[tuple[str, int], int]) -> Any: ...
-    def rewind(self, offsets: dict[tuple[str, int], int]) -> None: ...
-
-
-class Sink(Protocol):
-    """`send` returns a handle that `complete` waits on (`KafkaSink.Sent`); under exactly_once
-    `commit` and `abort` close the transaction `send` opened (`TransactionalSink`); `prepare`
-    returns the most bytes a record of each topic may take, or None when it does not know."""
-
-    def prepare(self, topics: Sequence[str]) -> Mapping[str, int] | None: ...
-    def send(self, outputs: Sequence[Output]) -> Any: ...
-    def complete(self, sent: Any) -> None: ...
-    def commit(self, sent: Any, offsets: dict[tuple[str, int], int], group: Any) -> None: ...
-    def abort(self, why: str) -> None: ...
-    def idle(self) -> None: ...
-    def close(self) -> None: ...
-
-
-class Decider(Protocol):
-    """The engine as the service uses it (`stream_dedup.engine.batch.Engine`). One whose `pipelined`
-    is true also has `prepare(messages)` (made while the batch before is decided),
-    `submit(prepared)` and `result() -> list[Verdict]`, a batch at a time
-    (`stream_dedup.runtime.engine_process.EngineProcess`)."""
-
-    def process(self, messages: Sequence[Message]) -> list[Verdict]: ...
-    def close(self) -> None: ...
-
-
-@dataclass(slots=True)
-class ServiceStats:
-    """Running totals of one service run; `seconds` is wall time per loop step."""
-
-    records: int = 0
-    outputs: Counter[str] = field(default_factory=Counter)  # unique, duplicate, dead_letter
-    duplicates: int = 0  # decided duplicates (also counted when the duplicates topic is off)
-    replayed: int = 0
-    batches: int = 0
-    refused_commits: int = 0
-    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STEPS, 0.0))
-    started: float = field(default_factory=time.monotonic)
-
-    def line(self) -> str:
-        """The running totals as ``key=value`` fields: counts since the start, the mean rate
-        over `elapsed_s`, and the seconds spent in each loop step (`STEPS`)."""
-        elapsed = max(time.monotonic() - self.started, 1e-9)
-        busy = " ".join(f"{k}_s={v:.1f}" for k, v in self.seconds.items())
-        return (f"records={self.records} unique={self.outputs['unique']} "
-                f"duplicates={self.duplicates} dead_letters={self.outputs['dead_letter']} "
-                f"replayed={self.replayed} batches={self.batches} "
-                f"refused_commits={self.refused_commits} elapsed_s={elapsed:.0f} "
-                f"msgs_per_s={self.records / elapsed:.0f} {busy}")
-
-
 @dataclass(frozen=True, slots=True)
 class _Deciding:
     """A batch handed to a pipelined engine whose verdicts were not taken yet."""

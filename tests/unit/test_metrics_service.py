@@ -33,7 +33,7 @@ from stream_dedup.kafka.source import KafkaSource
 from stream_dedup.ops.health import Readiness
 from stream_dedup.ops.logs import HUMAN_FORMAT, JsonFormatter
 from stream_dedup.ops.metrics import ServiceMetrics
-from stream_dedup.runtime import service
+from stream_dedup.runtime import contracts, service
 from stream_dedup.runtime.lifecycle import metrics_url, start_metrics_port
 from stream_dedup.runtime.service import Service
 from stream_dedup.state import MemoryStore
@@ -313,7 +313,7 @@ def test_progress_line_every_period_in_both_log_formats(monkeypatch, caplog) -> 
     as_json = json.loads(JsonFormatter().format(lines[-1]))
     assert {k: as_json[k] for k in ("records", "unique", "duplicates", "dead_letters")} == \
         {"records": "2", "unique": "1", "duplicates": "1", "dead_letters": "0"}
-    assert {f"{s}_s" for s in service.STEPS} <= as_json.keys()
+    assert {f"{s}_s" for s in contracts.STEPS} <= as_json.keys()
     assert "msgs_per_s" in as_json and "elapsed_s" in as_json
 
 
