@@ -14,12 +14,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from . import headers as h
-
-if TYPE_CHECKING:  # route.py calls `fit`
-    from .route import Output
+from .output import Output
 
 # librdkafka's default `message.max.bytes`, set explicitly on the service's producer: the most
 # one record (key, value and headers) may take.

@@ -8,7 +8,6 @@ both sides of these two calls.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 from ..config import InputSettings, KafkaSettings
@@ -16,6 +15,7 @@ from ..decode import decode
 from ..records import DeadLetter, Message, Verdict
 from . import headers as h
 from . import oversize
+from .output import Output
 
 
 class InputRecord(Protocol):
@@ -35,22 +35,6 @@ class InputRecord(Protocol):
     def value(self) -> bytes | None: ...
     @property
     def headers(self) -> Sequence[tuple[str, bytes]]: ...
-
-
-@dataclass(slots=True)
-class Output:
-    """One record to write. `kind` is what it is: unique, duplicate or dead_letter.
-
-    Not frozen: a frozen dataclass is several times slower to build, once per record; nothing
-    changes an output once routed."""
-
-    kind: str
-    topic: str
-    key: bytes | None
-    value: bytes | None
-    headers: h.Headers
-    timestamp_ms: int
-    partition: int | None = None  # None: the producer's partitioner (by key)
 
 
 def source_of(r: InputRecord) -> str:
