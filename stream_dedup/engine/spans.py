@@ -28,7 +28,6 @@ _NOT_NEGATING = frozenset(
         "未完", "未完待续",  # a truncation marker
     ]
 )
-_ENTITY_TAGS = ENTITY_TAGS
 # jieba's tags of content words (nouns, verbs, adjectives, names, time words, idioms, set
 # phrases, abbreviations): a word of these inserted inside a text adds to what it says, where
 # particles, modal words, adverbs, pronouns and conjunctions do not.
@@ -182,7 +181,7 @@ def replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Lex
         return "typo"  # the earlier text's word is broken by a slip, and no word took its place
     if _is_negation(a, i1, i2, lex) != _is_negation(b, j1, j2, lex):
         return "negation"
-    name_a, name_b = lex.tagged(words_a, _ENTITY_TAGS), lex.tagged(words_b, _ENTITY_TAGS)
+    name_a, name_b = lex.tagged(words_a, ENTITY_TAGS), lex.tagged(words_b, ENTITY_TAGS)
     whole = min(len(part_a), len(part_b)) >= 2  # typos replace a character, not a word
     if (name_a and name_b) or (whole and (name_a or (name_b and word_a_real))):
         return "entity"  # a name replaced by another name, or whole by another word or name
