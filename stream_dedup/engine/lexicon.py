@@ -28,6 +28,8 @@ import unicodedata
 from functools import cache, lru_cache
 from pathlib import Path
 
+from . import tagger
+
 _DATA = Path(__file__).parents[1] / "data"
 _COMMON = 20  # jieba corpus count from which an entry is a common word (实惠 294, 离谱 51)
 _CACHED_CUT = 64  # characters: texts up to this long keep their segmentation (bounded memory)
@@ -62,6 +64,7 @@ class Lexicon:
 
         jieba.setLogLevel(60)
         jieba.initialize()
+        tagger.install()
         self.freq = jieba.dt.FREQ
         self.tags = jieba.posseg.dt.word_tag_tab
         begins = jieba.posseg.prob_emit.P[("B", "nr")]  # log P(character | a name begins)
