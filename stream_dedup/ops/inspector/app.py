@@ -191,7 +191,7 @@ def _hardening(nonce: str = "") -> list[tuple[str, str]]:
              f"script-src {script}; form-action 'self'; frame-ancestors 'none'; "
              "base-uri 'none'"),
             ("X-Content-Type-Options", "nosniff"),
-            ("Referrer-Policy", "no-referrer"),
+            ("Referrer-Policy", "same-origin"),  # a form then says its origin (not "null")
             ("Cache-Control", "no-store")]
 
 
