@@ -7,6 +7,7 @@ import argparse
 import sys
 import threading
 from dataclasses import replace
+from pathlib import Path
 
 from ..config import Settings
 from ..errors import StreamDedupError
@@ -29,7 +30,7 @@ def cmd_inspect(args: argparse.Namespace, settings: Settings) -> int:
                 address=args.address or settings.metrics.address)
     recent = load_run(args.decisions, args.input, settings) if args.decisions else None
     judging = Judging(args.audit) if args.audit else None
-    app = Inspector(settings, recent, judging, title=args.decisions or args.audit)
+    app = Inspector(settings, recent, judging, title=Path(args.decisions or args.audit).name)
     try:
         server = serve_app(app, m.port, m.address, **metrics_security(m))
     except OSError as exc:

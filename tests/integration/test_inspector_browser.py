@@ -147,7 +147,7 @@ def test_label_an_audit_pair_with_a_key(browser, server, run) -> None:
     assert after[1] == {**before[1], "label": "dup"}
     assert after[:1] + after[2:] == before[:1] + before[2:]
     assert browser.find_element(By.ID, "precision").text.startswith(
-        "1.000 [" if before[1]["kind"] == "flagged" else "nan")
+        "1.000 [" if before[1]["kind"] == "flagged" else "none judged yet")
     browser.get(server.url + "/audit?i=1")
     browser.find_element(By.ID, "label-related").click()
     WebDriverWait(browser, 10).until(lambda d: not d.current_url.endswith("i=1"))
