@@ -158,8 +158,12 @@ def _dedup(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
         out = _open_out(stack, args.output)
         decisions = _open_out(stack, args.decisions)
         dead_out = _open_out(stack, args.dead_letters)
+        tried: dict[str, list[str]] = {}  # the candidates of each message the index saw
+        if decisions:
+            engine.on_candidates = tried.__setitem__
         for batch in _batches(_records(args.input, settings), settings.engine.batch_size):
             messages = [r for _, _, r in batch if isinstance(r, Message)]
+            tried.clear()
             decided = engine.process(messages)
             verdicts = iter(decided)
             for number, raw, record in batch:
@@ -176,7 +180,10 @@ def _dedup(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
                 if not verdict.is_duplicate and out:
                     out.write(raw.decode("utf-8") + "\n")
                 if decisions:
-                    decisions.write(json.dumps(verdict_json(verdict), ensure_ascii=False) + "\n")
+                    row = verdict_json(verdict)
+                    if verdict.id in tried:
+                        row["candidates"] = tried[verdict.id]
+                    decisions.write(json.dumps(row, ensure_ascii=False) + "\n")
             progress.update(engine.stats.messages + dead)
             if metrics:
                 metrics.observe_batch(engine, decided, len(batch) - len(messages),
