@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry
 
 from stream_dedup.config import Settings
 from stream_dedup.ops.health import make_app, with_basic_auth
-from stream_dedup.ops.inspector.app import Inspector, select
+from stream_dedup.ops.inspector.app import Inspector, reason_choices, select
 from stream_dedup.ops.inspector.render import clip, visible
 from stream_dedup.ops.recent import RecentVerdicts
 from stream_dedup.ops.secret import Secret
@@ -76,6 +76,11 @@ def test_filters_by_verdict_reason_and_time(recent) -> None:
     assert page.count('class="row"') == 2  # c (22:15:20) and h (22:16:20), UTC
     status, _, _ = _call(app, "/inspect", {"verdict": "bogus"})
     assert status.startswith("400")
+
+
+def test_reason_choices_are_stage_words_and_reasons_without_figures(recent) -> None:
+    assert reason_choices(recent.seen()) == ["near", "near: jaccard", "related", "related: number",
+                                             "unique"]
 
 
 def test_pages_escape_hostile_texts_and_forbid_other_scripts(recent) -> None:

@@ -70,6 +70,19 @@ def select(seen: list[Seen], verdict: str, reason: str, since_ms: int | None,
     return out
 
 
+def reason_choices(seen: list[Seen]) -> list[str]:
+    """The reason filter's choices: every stage word (`near`, `related`, ...) and every whole
+    reason without figures in it (`related: negation`, not `near: distance 3, ...`), so the list
+    stays short however many distances and similarities the ring holds."""
+    out: set[str] = set()
+    for s in seen:
+        reason = s.verdict.reason
+        out.add(reason.split(":")[0])
+        if not any(ch.isdigit() for ch in reason):
+            out.add(reason)
+    return sorted(out)
+
+
 class Inspector:
     """The WSGI application; `recent` None: no verdicts to show (an audit file only),
     `judging` None: no audit file opened."""
@@ -119,7 +132,7 @@ class Inspector:
         seen = self.recent.seen() if self.recent is not None else []
         chosen = select(seen, verdict, reason, _when_ms(q.get("since", ""), "since"),
                         _when_ms(q.get("until", ""), "until"))
-        reasons = sorted({s.verdict.reason for s in seen})
+        reasons = reason_choices(seen)
         total = self.recent.total if self.recent is not None else 0
         return self._render("verdicts.html", rows=chosen[:MAX_ROWS], shown=len(chosen),
                             held=len(seen), total=total, reasons=reasons, q=q,
