@@ -20,7 +20,12 @@ from pathlib import Path
 
 from stream_dedup.cli.main import main as cli
 from stream_dedup.cli.parser import SAMPLE
-from stream_dedup.tools.inspector_browser import InspectServer, browser_missing, headless_chromium
+from stream_dedup.tools.inspector_browser import (
+    InspectServer,
+    browser_missing,
+    click_and_wait,
+    headless_chromium,
+)
 
 SHOTS = ("inspector-verdicts", "inspector-pair", "inspector-check", "inspector-audit")
 # The check form's example: a lead-in (material), a date changed, a number written another way.
@@ -55,14 +60,15 @@ def take(out: Path, messages: int) -> list[Path]:
             saved.append(out / f"{SHOTS[0]}.png")
             browser.save_screenshot(str(saved[-1]))
             browser.get(server.url + "?verdict=related")
-            browser.find_element(By.CSS_SELECTOR, "#verdicts tr.row a.open").click()
+            first = browser.find_element(By.CSS_SELECTOR, "#verdicts tr.row a.open")
+            click_and_wait(browser, first)
             browser.execute_script("document.getElementById('pair').scrollIntoView()")
             saved.append(out / f"{SHOTS[1]}.png")
             browser.save_screenshot(str(saved[-1]))
             browser.get(server.url + "/check")
             browser.find_element(By.ID, "first").send_keys(CHECK[0])
             browser.find_element(By.ID, "second").send_keys(CHECK[1])
-            browser.find_element(By.ID, "run-check").click()
+            click_and_wait(browser, browser.find_element(By.ID, "run-check"))
             saved.append(out / f"{SHOTS[2]}.png")
             browser.save_screenshot(str(saved[-1]))
             for _ in range(3):  # three pairs judged: the running precision shows

@@ -47,6 +47,18 @@ def headless_chromium(width: int = 1280, height: int = 900) -> Any:
     return webdriver.Chrome(options=options, service=Service(shutil.which(DRIVER)))
 
 
+def click_and_wait(driver: Any, element: Any, timeout_s: float = 30.0) -> None:
+    """Click `element` and wait until the page it was on is gone (a form sent, a link
+    followed): a click returns before the next page has loaded."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.expected_conditions import staleness_of
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    page = driver.find_element(By.TAG_NAME, "html")
+    element.click()
+    WebDriverWait(driver, timeout_s).until(staleness_of(page))
+
+
 class InspectServer:
     """`stream-dedup inspect ARGS --port 0` until the block ends; `url` is where it serves
     `/inspect` (read from its first line on stderr)."""

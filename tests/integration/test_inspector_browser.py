@@ -17,7 +17,12 @@ import pytest
 from conftest import service_unavailable
 
 from stream_dedup.cli.main import main
-from stream_dedup.tools.inspector_browser import InspectServer, browser_missing, headless_chromium
+from stream_dedup.tools.inspector_browser import (
+    InspectServer,
+    browser_missing,
+    click_and_wait,
+    headless_chromium,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "stream_dedup" / "data" / "sample.jsonl.gz"
@@ -91,12 +96,12 @@ def test_filter_the_verdicts_then_open_a_pair(browser, server) -> None:
 
     browser.get(server.url)
     Select(browser.find_element(By.ID, "verdict")).select_by_value("near")
-    browser.find_element(By.ID, "filter").click()
+    click_and_wait(browser, browser.find_element(By.ID, "filter"))
     assert "verdict=near" in browser.current_url
     cells = browser.find_elements(By.CSS_SELECTOR, "#verdicts tr.row td.verdict")
     assert cells and {c.text for c in cells} == {"near"}
     first_id = browser.find_element(By.CSS_SELECTOR, "#verdicts tr.row a.open").text
-    browser.find_element(By.CSS_SELECTOR, "#verdicts tr.row a.open").click()
+    click_and_wait(browser, browser.find_element(By.CSS_SELECTOR, "#verdicts tr.row a.open"))
     assert browser.find_element(By.ID, "verdict").text == "near"
     assert first_id in browser.find_element(By.TAG_NAME, "h1").text
     assert browser.find_element(By.ID, "earlier").text and browser.find_element(By.ID, "later").text
@@ -117,12 +122,12 @@ def test_filter_by_reason(browser, server) -> None:
     values = [o.get_attribute("value") for o in reason.options]
     assert "near" in values and not any(ch.isdigit() for v in values for ch in v)
     reason.select_by_value("near")  # a stage word: every near reason, whatever its figures
-    browser.find_element(By.ID, "filter").click()
+    click_and_wait(browser, browser.find_element(By.ID, "filter"))
     shown = {c.text for c in browser.find_elements(By.CSS_SELECTOR, "#verdicts td.reason")}
     assert len(shown) > 1 and all(r.startswith("near: ") for r in shown)
     chosen = next(v for v in values if v.startswith("exact: "))
     Select(browser.find_element(By.ID, "reason")).select_by_value(chosen)
-    browser.find_element(By.ID, "filter").click()
+    click_and_wait(browser, browser.find_element(By.ID, "filter"))
     shown = {c.text for c in browser.find_elements(By.CSS_SELECTOR, "#verdicts td.reason")}
     assert shown == {chosen}
 
@@ -133,7 +138,7 @@ def test_the_check_form(browser, server) -> None:
     browser.get(server.url + "/check")
     browser.find_element(By.ID, "first").send_keys("深市今天上涨了百分之三")
     browser.find_element(By.ID, "second").send_keys("深市昨天上涨了百分之三")
-    browser.find_element(By.ID, "run-check").click()
+    click_and_wait(browser, browser.find_element(By.ID, "run-check"))
     assert browser.find_element(By.ID, "check-verdict").text == "unique"
     assert "related: date" in browser.find_element(By.ID, "check-reason").text
     date_rows = browser.find_elements(By.CSS_SELECTOR, "#pair tr.k-date")
@@ -154,7 +159,7 @@ def test_label_an_audit_pair_with_a_key(browser, server, run) -> None:
     assert browser.find_element(By.ID, "precision").text.startswith(
         "1.000 [" if before[1]["kind"] == "flagged" else "none judged yet")
     browser.get(server.url + "/audit?i=1")
-    browser.find_element(By.ID, "label-related").click()
+    click_and_wait(browser, browser.find_element(By.ID, "label-related"))
     WebDriverWait(browser, 10).until(lambda d: not d.current_url.endswith("i=1"))
     assert json.loads(run["pairs"].read_text().splitlines()[1])["label"] == "related"
 

@@ -22,7 +22,7 @@ from kafka_helpers import (
     wait_drained,
 )
 
-from stream_dedup.tools.inspector_browser import browser_missing, headless_chromium
+from stream_dedup.tools.inspector_browser import browser_missing, click_and_wait, headless_chromium
 
 PASSWORD_ENV = "INSPECTOR_SERVICE_TEST_PASSWORD"
 
@@ -62,10 +62,10 @@ def test_the_service_shows_its_verdicts(kafka_bootstrap, unique_topic, tmp_path)
         counts = browser.find_element(By.ID, "counts").text
         assert "3000 seen in all" in counts, counts
         Select(browser.find_element(By.ID, "verdict")).select_by_value("near")
-        browser.find_element(By.ID, "filter").click()
+        click_and_wait(browser, browser.find_element(By.ID, "filter"))
         cells = browser.find_elements(By.CSS_SELECTOR, "#verdicts tr.row td.verdict")
         assert cells and {c.text for c in cells} == {"near"}
-        browser.find_element(By.CSS_SELECTOR, "#verdicts tr.row a.open").click()
+        click_and_wait(browser, browser.find_element(By.CSS_SELECTOR, "#verdicts tr.row a.open"))
         assert browser.find_element(By.ID, "verdict").text == "near"
         candidates = browser.find_element(By.ID, "candidates")
         assert candidates.find_elements(By.TAG_NAME, "a"), candidates.text

@@ -142,17 +142,15 @@ class Inspector:
         ident = q.get("id", "")
         recent = self.recent
         seen = recent.find(ident) if recent is not None and ident else None
+        if recent is None or seen is None:
+            return self._render("message.html", ident=ident, seen=None)
+        earlier = recent.text(seen.verdict.matched_id)
         pair = None
-        if seen is not None and recent is not None:
-            earlier = recent.text(seen.verdict.matched_id)
-            if earlier is not None and seen.text is not None:
-                pair = self._explain(earlier, seen.text)
-        candidates = recent.candidates(ident) if recent is not None and ident else None
-        return self._render("message.html", ident=ident, seen=seen, pair=pair,
+        if earlier is not None and seen.text is not None:
+            pair = self._explain(earlier, seen.text)
+        return self._render("message.html", ident=ident, seen=seen, pair=pair, earlier=earlier,
                             rows=aligned(pair.first, pair.second, pair.spans) if pair else [],
-                            candidates=candidates,
-                            earlier=recent.text(seen.verdict.matched_id)
-                            if seen is not None and recent is not None else None)
+                            candidates=recent.candidates(ident))
 
     def _check(self, q: dict[str, str]) -> tuple[str, list, bytes]:
         first, second = q.get("first", ""), q.get("second", "")
@@ -175,8 +173,8 @@ class Inspector:
         if not 0 <= index < len(judging.pairs):
             raise BadRequest(f"i: 0..{len(judging.pairs) - 1}")
         pair = judging.pairs[index]
-        result = self._explain(pair.get("matched_text") or "", pair.get("text") or "") \
-            if pair.get("matched_text") and pair.get("text") else None
+        earlier, later = pair.get("matched_text"), pair.get("text")
+        result = self._explain(earlier, later) if earlier and later else None
         return self._render("audit.html", pair=pair, index=index, judging=judging,
                             precision=judging.precision(), result=result,
                             rows=aligned(result.first, result.second, result.spans)

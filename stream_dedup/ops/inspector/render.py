@@ -18,13 +18,17 @@ from urllib.parse import quote
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from markupsafe import Markup, escape
 
+from ...engine.meaning import MEANING_CLASSES
+
 # Categories drawn as marks: controls, format characters, surrogates, private use, line and
 # paragraph separators.
 _HIDDEN = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp"})
 PREFIX = "/inspect"  # where the pages are, on the metrics port or a port of their own
 LIST_CHARS = 160  # a text in the list of verdicts is cut after this many characters
-KINDS = ("material", "reorder", "typo", "script", "form", "synonym", "noise", "edit", "number",
-         "unit", "date", "entity", "negation", "antonym", "swap", "word", "inserted", "added")
+# The classes of a differing span (`meaning.classify`): those that leave the meaning, then the
+# meaning changes.
+KINDS = ("material", "reorder", "typo", "script", "form", "synonym", "noise", "edit",
+         *MEANING_CLASSES)
 
 
 def visible(text: str | None) -> Markup:
