@@ -3,14 +3,17 @@
 # saying what is installed and why. Used by deploy/test.sh (every tool) and by `stream-dedup demo`
 # (java and mvn, which the local Kafka broker needs), so a fresh machine needs no manual step.
 #
-# Usage: deploy/packages.sh TOOL...   (tools: java mvn kcat prometheus)
+# Usage: deploy/packages.sh TOOL...   (tools: java mvn kcat prometheus promtool chromium
+#                                      chromedriver)
 # Exit status: 0 when every tool is on PATH afterwards, 1 otherwise (apt-get's output on stderr).
 set -euo pipefail
 
 declare -A PACKAGE=([java]=openjdk-17-jre-headless [mvn]=maven [kcat]=kcat [prometheus]=prometheus
-                    [promtool]=prometheus)
+                    [promtool]=prometheus [chromium]=chromium [chromedriver]=chromium-driver)
 declare -A WHY=([java]="the Kafka broker" [mvn]="the Kafka broker's jars" [kcat]="the tests"
-                [prometheus]="the tests" [promtool]="the tests")
+                [prometheus]="the tests" [promtool]="the tests"
+                [chromium]="the inspector's browser tests"
+                [chromedriver]="the inspector's browser tests")
 
 need=()
 why=()

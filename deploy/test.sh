@@ -2,7 +2,8 @@
 # The one command that sets up a fresh machine and runs every check of stream-dedup:
 #   1. Python package + dev extras (pip install -e '.[dev]')
 #   2. Debian packages the integration tests use, installed only when missing:
-#      kcat, prometheus (+ java and maven for the broker, normally already present)
+#      kcat, prometheus, chromium and chromium-driver (the inspector's browser tests; selenium
+#      comes with the dev extras), + java and maven for the broker, normally already present
 #   3. Kafka broker jars (deploy/kafka/pom.xml via maven, cached in deploy/kafka/.m2/)
 #   4. a fresh real Kafka broker on 127.0.0.1:$TEST_KAFKA_PORT (default 19092, so a developer's
 #      broker on 9092 is left alone), stopped again on exit whatever happens
@@ -78,16 +79,18 @@ trap 'exit 143' TERM
 printf 'test.sh: %s, %s, CI=%s\n' "$("$PYTHON" --version 2>&1)" "$(uname -srm)" "${CI:-}"
 
 # ---------------------------------------------------------------------------------------------
-section "Debian packages (kcat, prometheus, java, maven; only the missing ones)"
-bash deploy/packages.sh kcat prometheus promtool java mvn || fail "installing the Debian packages"
-echo "present: $(command -v kcat) $(command -v prometheus) $(command -v java) $(command -v mvn)"
+section "Debian packages (kcat, prometheus, chromium, java, maven; only the missing ones)"
+bash deploy/packages.sh kcat prometheus promtool chromium chromedriver java mvn ||
+  fail "installing the Debian packages"
+echo "present: $(command -v kcat) $(command -v prometheus) $(command -v chromium)" \
+  "$(command -v chromedriver) $(command -v java) $(command -v mvn)"
 kcat -V 2>&1 | head -n 1 || true
 prometheus --version 2>&1 | head -n 1 || true
 
 # ---------------------------------------------------------------------------------------------
 section "Python package and dev tools (pip install -e '.[dev]')"
 "$PYTHON" -m pip install -q -e '.[dev]' || fail "pip install -e '.[dev]'"
-"$PYTHON" -m pip list 2>/dev/null | grep -iE '^(kafka-python|pytest|hypothesis|ruff) ' || true
+"$PYTHON" -m pip list 2>/dev/null | grep -iE '^(kafka-python|pytest|hypothesis|ruff|selenium) ' || true
 
 # ---------------------------------------------------------------------------------------------
 section "Kafka broker jars (maven, cached in deploy/kafka/.m2)"

@@ -179,6 +179,11 @@ class MetricsSettings:
     basic_auth_user: str | None = None  # /metrics and /readyz need this user (/healthz: open)
     basic_auth_password_env: str | None = None  # environment variable holding its password
     basic_auth_password_file: str | None = None  # or a file holding it
+    # The inspector under /inspect on this port (same TLS and basic auth): recent verdicts,
+    # pairs side by side, lookups by id, the check form (`ops/inspector`). Off: nothing served.
+    inspector: bool = False
+    inspector_verdicts: int = 10000  # the ring of recent verdicts (and of texts) it keeps
+    inspector_unique_every: int = 20  # of the plain uniques it keeps one in this many
 
 
 @dataclass(frozen=True, slots=True)

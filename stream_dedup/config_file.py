@@ -156,6 +156,13 @@ def _check(s: Settings) -> None:
     need(0 <= s.metrics.port <= 65535, "metrics.port", "out of range", "0..65535")
     need(s.metrics.dedup_window_s > 0, "metrics.dedup_window_s", "out of range", "> 0")
     _check_metrics_security(s.metrics, need)
+    need(1 <= s.metrics.inspector_verdicts <= 1_000_000, "metrics.inspector_verdicts",
+         "out of range", "1..1000000 (the ring is held in memory)")
+    need(s.metrics.inspector_unique_every >= 1, "metrics.inspector_unique_every",
+         "out of range", ">= 1")
+    need(not s.metrics.inspector or s.metrics.port > 0, "metrics.inspector",
+         "the inspector is served on the metrics port, which is off (metrics.port 0)",
+         "false, or a metrics.port")
 
 
 def _check_metrics_security(m: MetricsSettings, need: Any) -> None:

@@ -14,12 +14,11 @@ from typing import TextIO
 from ..config import Settings
 from ..decode import decode
 from ..engine.batch import Engine, open_engine
-from ..engine.stored import TABLES, seq_key
+from ..engine.stored import seq_key
 from ..errors import StreamDedupError
 from ..files import count_lines, read_lines
 from ..ops.metrics import FILE_TOPIC, ServiceMetrics
 from ..records import DeadLetter, Message, Verdict
-from ..state import open_store
 from .parser import build_parser
 
 
@@ -159,8 +158,12 @@ def _dedup(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
         out = _open_out(stack, args.output)
         decisions = _open_out(stack, args.decisions)
         dead_out = _open_out(stack, args.dead_letters)
+        tried: dict[str, list[str]] = {}  # the candidates of each message the index saw
+        if decisions:
+            engine.on_candidates = tried.__setitem__
         for batch in _batches(_records(args.input, settings), settings.engine.batch_size):
             messages = [r for _, _, r in batch if isinstance(r, Message)]
+            tried.clear()
             decided = engine.process(messages)
             verdicts = iter(decided)
             for number, raw, record in batch:
@@ -177,7 +180,10 @@ def _dedup(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
                 if not verdict.is_duplicate and out:
                     out.write(raw.decode("utf-8") + "\n")
                 if decisions:
-                    decisions.write(json.dumps(verdict_json(verdict), ensure_ascii=False) + "\n")
+                    row = verdict_json(verdict)
+                    if verdict.id in tried:
+                        row["candidates"] = tried[verdict.id]
+                    decisions.write(json.dumps(row, ensure_ascii=False) + "\n")
             progress.update(engine.stats.messages + dead)
             if metrics:
                 metrics.observe_batch(engine, decided, len(batch) - len(messages),
@@ -212,32 +218,21 @@ def _file_metrics(settings: Settings) -> ServiceMetrics:
 
 
 def cmd_check(args: argparse.Namespace, settings: Settings) -> int:
-    from dataclasses import replace
+    from ..tools.explain import explain
 
-    from ..engine.fingerprint import Batch, simhash
-    from ..engine.index.layout import hamming
-    from ..engine.meaning import classify
-    from ..engine.normalize import Normalizer
-    from ..engine.verify import similarity
-
-    settings = replace(settings, state=replace(settings.state, backend="memory"))
-    norm = Normalizer(settings.normalize)
-    (a, b), (_, clauses) = norm.with_clauses([args.first, args.second])
-    fps = simhash(Batch.of([a, b]), settings.fingerprint.ngram)
-    engine = Engine(settings, open_store("memory", "", TABLES))
-    verdict = engine.process([Message("first", args.first, 0), Message("second", args.second, 1)])
-    score, _, _ = similarity(a, b, settings.verify)
-    for label, text, fp in zip(("first", "second"), (a, b), fps, strict=True):
-        print(f"{label:>8}: {text}\n{'':>8}  simhash {int(fp):016x}")
-    print(f"distance: {int(hamming(fps[0], fps[1]))} bits, similarity: {score:.3f}")
-    spans = classify(a, b, None, clauses) if a != b else []
-    if spans:
+    e = explain(args.first, args.second, settings)
+    for label, text, fp in zip(("first", "second"), (e.first, e.second), e.fingerprints,
+                               strict=True):
+        print(f"{label:>8}: {text}\n{'':>8}  simhash {fp:016x}")
+    print(f"distance: {e.distance} bits, similarity: {e.similarity:.3f}")
+    if e.spans:
         print("   spans:")
-    for span in spans:
+    a, b = e.first, e.second
+    for span in e.spans:
         mark = "  meaning change" if span.changes_meaning else ""
         print(f"          {span.op:<7} {a[span.i1:span.i2] or '-'} -> {b[span.j1:span.j2] or '-'}"
               f"  [{span.kind}]{mark}")
-    print(f" verdict: {verdict[1].decision.value} ({verdict[1].reason})")
+    print(f" verdict: {e.verdict.decision.value} ({e.verdict.reason})")
     return 0
 
 

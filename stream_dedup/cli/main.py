@@ -13,6 +13,7 @@ from ..config_file import load_config
 from ..errors import StreamDedupError
 from ..ops.logs import configure
 from .file_mode import cmd_audit, cmd_check, cmd_dedup, cmd_eval, cmd_fit
+from .inspect_command import cmd_inspect
 from .kafka_commands import cmd_demo, cmd_produce, cmd_run, cmd_stage, cmd_topics
 from .parser import build_parser
 
@@ -26,7 +27,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = load_config(args.config)
         handler = {"dedup": cmd_dedup, "check": cmd_check, "eval": cmd_eval, "fit": cmd_fit,
                    "run": cmd_run,
-                   "audit": cmd_audit,
+                   "audit": cmd_audit, "inspect": cmd_inspect,
                    "produce": cmd_produce, "topics": cmd_topics, "demo": cmd_demo,
                    "stage": cmd_stage}[args.command]
         if args.command in KAFKA_COMMANDS:

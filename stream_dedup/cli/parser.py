@@ -143,6 +143,22 @@ def _add_audit(sub: argparse._SubParsersAction) -> None:
                         "score those still flagged (how a new rule changes precision)")
 
 
+def _add_inspect(sub: argparse._SubParsersAction) -> None:
+    i = _command(
+        sub, "inspect", "look at a file run's verdicts, or judge an audit sample, in a browser",
+        "Serve the inspector's pages for a file run: the verdicts of 'dedup --decisions FILE'\n"
+        "(with --input, the texts of the run's input, so each pair is shown side by side), the\n"
+        "check form, and with --audit an audit sample to judge, each label written back to the\n"
+        "file. The port, TLS and basic auth are the metrics port's (metrics.* keys); runs until\n"
+        "Ctrl-C.",
+        "stream-dedup inspect verdicts.jsonl --input comments.jsonl.gz --port 9109")
+    i.add_argument("decisions", nargs="?", help="decisions JSONL of `stream-dedup dedup`")
+    i.add_argument("--input", metavar="FILE", help="the input of that run, for the texts")
+    i.add_argument("--audit", metavar="PAIRS", help="an `audit -o` file to judge")
+    i.add_argument("--port", type=int, help="port (default: metrics.port; 0: any free one)")
+    i.add_argument("--address", help="address to listen on (default: metrics.address)")
+
+
 def _add_run(sub: argparse._SubParsersAction) -> None:
     r = _command(
         sub, "run", "the streaming service: Kafka in, verdicts out",
@@ -226,8 +242,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--log-format", choices=LOG_FORMATS, default="human",
                         help="log lines for people, or one JSON object a line (default: human)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in (_add_dedup, _add_check, _add_eval, _add_fit, _add_audit, _add_run, _add_produce,
-                _add_topics, _add_stage, _add_demo):
+    for add in (_add_dedup, _add_check, _add_eval, _add_fit, _add_audit, _add_inspect, _add_run,
+                _add_produce, _add_topics, _add_stage, _add_demo):
         add(sub)
     return parser
 

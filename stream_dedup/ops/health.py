@@ -107,15 +107,23 @@ class _QuietServer(ThreadingWSGIServer):
                     type(exc).__name__, unsaid)
 
 
-def make_app(registry: CollectorRegistry, ready_check: ReadyCheck
-             ) -> Callable[[dict[str, Any], StartResponse], Iterable[bytes]]:
-    """The WSGI router of the metrics port (apart from the server so tests can call it)."""
+WsgiApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
+INSPECTOR_PATH = "/inspect"
+
+
+def make_app(registry: CollectorRegistry, ready_check: ReadyCheck,
+             inspector: WsgiApp | None = None) -> WsgiApp:
+    """The WSGI router of the metrics port (apart from the server so tests can call it);
+    `inspector` answers under `/inspect` when given (nothing is served there otherwise)."""
     metrics = make_wsgi_app(registry)
 
     def app(environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "/")
         if path == "/metrics":
             return metrics(environ, start_response)
+        if inspector is not None and (path == INSPECTOR_PATH
+                                      or path.startswith(INSPECTOR_PATH + "/")):
+            return inspector(environ, start_response)
         if path == "/healthz":
             ok, body = True, "ok"
         elif path == "/readyz":
@@ -133,9 +141,8 @@ def make_app(registry: CollectorRegistry, ready_check: ReadyCheck
 OPEN_PATHS = frozenset({"/healthz"})
 
 
-def with_basic_auth(app: Callable[[dict[str, Any], StartResponse], Iterable[bytes]], user: str,
-                    password: Secret, realm: str = "stream-dedup"
-                    ) -> Callable[[dict[str, Any], StartResponse], Iterable[bytes]]:
+def with_basic_auth(app: WsgiApp, user: str, password: Secret, realm: str = "stream-dedup"
+                    ) -> WsgiApp:
     """`app` behind HTTP basic auth (constant-time comparison); `/healthz` stays open."""
     expected = base64.b64encode(f"{user}:{password.reveal()}".encode()).decode()
 
@@ -180,10 +187,20 @@ class MetricsServer:
 
 def serve(registry: CollectorRegistry, port: int, address: str = "0.0.0.0",
           ready_check: ReadyCheck | None = None, tls: ssl.SSLContext | None = None,
-          basic_auth: tuple[str, Secret] | None = None) -> MetricsServer:
+          basic_auth: tuple[str, Secret] | None = None,
+          inspector: WsgiApp | None = None) -> MetricsServer:
     """Start the metrics port in a daemon thread; raises OSError when the port is taken.
-    `tls`: serve HTTPS with this context; `basic_auth`: (user, password) asked for."""
-    app = make_app(registry, ready_check or always_ready)
+    `tls`: serve HTTPS with this context; `basic_auth`: (user, password) asked for;
+    `inspector`: the inspector's pages under `/inspect`, behind the same TLS and auth."""
+    return serve_app(make_app(registry, ready_check or always_ready, inspector), port, address,
+                     tls, basic_auth)
+
+
+def serve_app(app: WsgiApp, port: int, address: str = "0.0.0.0",
+              tls: ssl.SSLContext | None = None,
+              basic_auth: tuple[str, Secret] | None = None) -> MetricsServer:
+    """Serve `app` in a daemon thread, with the metrics port's TLS, basic auth and quiet error
+    handling (`stream-dedup inspect` serves the inspector alone this way)."""
     if basic_auth is not None:
         app = with_basic_auth(app, *basic_auth)
     server = make_server(address, port, app, _QuietServer, handler_class=_QuietHandler)

@@ -30,7 +30,7 @@ from .. import __version__
 from ..config import Settings
 from ..engine.batch import STAGES, Engine
 from ..records import Verdict
-from .health import MetricsServer, ReadyCheck, serve
+from .health import MetricsServer, ReadyCheck, WsgiApp, serve
 
 VERDICTS = ("unique", "exact", "near", "dead_letter")
 ERROR_KINDS = ("produce", "commit", "broker", "dead_letter")
@@ -69,6 +69,7 @@ class ServiceMetrics:
         self._seen_candidates = 0
         self._entries: int | None = None
         self._lag_owned: set[tuple[str, int]] = set()
+        self.inspector: WsgiApp | None = None  # served under /inspect when set (`serve`)
         self._textfile_at = float("-inf")
         self._define(registry, self._dedup_window_s)
         for topic in topics:
@@ -185,8 +186,9 @@ class ServiceMetrics:
     def serve(self, port: int, address: str = "0.0.0.0",
               ready_check: ReadyCheck | None = None, **security: Any) -> MetricsServer:
         """`/metrics`, `/healthz` and `/readyz` on one port, from a daemon thread (`security`:
-        `tls` and `basic_auth` of `health.serve`)."""
-        return serve(self.registry, port, address, ready_check, **security)
+        `tls` and `basic_auth` of `health.serve`), and `inspector` under `/inspect` when set."""
+        return serve(self.registry, port, address, ready_check, inspector=self.inspector,
+                     **security)
 
     def write_textfile(self, path: str | Path, every_s: float = 0.0) -> bool:
         """Write every metric to `path` for node-exporter's textfile collector (atomically:

@@ -18,7 +18,9 @@ from ..kafka.sink import KafkaSink
 from ..kafka.source import KafkaSource
 from ..kafka.transaction import ChangelogProducer, TransactionalSink, transactional_id
 from ..ops.health import Readiness
+from ..ops.inspector.app import Inspector
 from ..ops.metrics import ServiceMetrics
+from ..ops.recent import RecentVerdicts
 from ..scale.partitioned import open_partitioned
 from .contracts import Decider, ServiceStats
 from .engine_process import EngineProcess
@@ -54,10 +56,21 @@ def _stopped_starting(exc: GaveUp) -> ServiceStats:
     return ServiceStats()
 
 
+def inspector_ring(settings: Settings) -> RecentVerdicts | None:
+    """The ring of recent verdicts the inspector shows, when `metrics.inspector` is on."""
+    m = settings.metrics
+    if not m.inspector:
+        return None
+    return RecentVerdicts(m.inspector_verdicts, m.inspector_unique_every)
+
+
 def serve(settings: Settings, state_path: str | None = None) -> ServiceStats:
     """Run the service in this (main) thread until SIGTERM/SIGINT; returns its totals."""
     k = settings.kafka
     metrics = ServiceMetrics(CollectorRegistry(), settings, topics=k.input_topics)
+    recent = inspector_ring(settings)
+    if recent is not None:
+        metrics.inspector = Inspector(settings, recent)
     ready = Readiness(*CONDITIONS)
     with lifecycle(k, settings.metrics, metrics, ready) as life:
         st = settings.state
@@ -90,7 +103,7 @@ def serve(settings: Settings, state_path: str | None = None) -> ServiceStats:
             if isinstance(exc, GaveUp):
                 return _stopped_starting(exc)
             raise
-        service = Service(settings, engine, source, sink, life.shutdown, metrics, ready)
+        service = Service(settings, engine, source, sink, life.shutdown, metrics, ready, recent)
         try:
             service.check_topics()
         except BaseException as exc:

@@ -85,6 +85,7 @@ from ..kafka.retry import GaveUp, Shutdown, TransactionAborted
 from ..kafka.route import InputRecord, Output, decode_batch, first_offsets, next_offsets, route
 from ..kafka.source import BACKLOG_RECORDS
 from ..kafka.topics import configured_topics
+from ..ops.recent import RecentVerdicts
 from ..records import DeadLetter, Message, Verdict
 from .contracts import Decider, ServiceStats, Sink, Source
 from .lifecycle import close_all, require_topics
@@ -121,6 +122,7 @@ class _InFlight:
 
     records: list[InputRecord]
     verdicts: list[Verdict]
+    texts: list[str]  # of the verdicts' messages, in order (the inspector's ring keeps them)
     outputs: list[Output]
     sent: Any
 
@@ -130,11 +132,13 @@ class Service:
 
     `metrics` is told of every batch (`ServiceMetrics` reads the running totals and the state of
     `engine`, so it gets the real `Engine`); `ready` loses "state open" when the service stops.
+    `recent` (the inspector's ring) gets every acknowledged batch's verdicts with their texts,
+    and the candidates tried when the engine runs in this process (its `on_candidates` hook).
     """
 
     def __init__(self, settings: Settings, engine: Decider, source: Source, sink: Sink,
                  shutdown: Shutdown, metrics: Meter = NULL_METER,
-                 ready: Ready = NULL_READY) -> None:
+                 ready: Ready = NULL_READY, recent: RecentVerdicts | None = None) -> None:
         self.settings = settings
         self.engine = engine
         self.source = source
@@ -142,6 +146,9 @@ class Service:
         self.shutdown = shutdown
         self.metrics = metrics
         self.ready = ready
+        self.recent = recent
+        if recent is not None and hasattr(engine, "on_candidates"):
+            engine.on_candidates = recent.candidates_tried
         self.stats = ServiceStats()
         self._in_flight: _InFlight | None = None
         self._deciding: _Deciding | None = None
@@ -253,7 +260,8 @@ class Service:
         # 6. Complete the batch before this one; this one is in flight now.
         if not self._transactional:
             self._complete_in_flight()
-        self._in_flight = _InFlight(records, verdicts, outputs, sent)
+        texts = [d.text for d in decoded if isinstance(d, Message)]
+        self._in_flight = _InFlight(records, verdicts, texts, outputs, sent)
         if self._transactional and len(records) < BACKLOG_RECORDS:
             # A live feed: read_committed consumers see the outputs once the transaction
             # commits, so it commits now rather than after the next batch.
@@ -292,13 +300,13 @@ class Service:
                 self._rewind([*batch.records, *later])
                 return False
             t1 = t2 = t3 = clock()
-            self._observe(batch.records, batch.verdicts, batch.outputs)
+            self._observe(batch)
         else:
             t0 = clock()
             self.sink.complete(batch.sent)
             t1 = clock()
             seconds["deliver"] += t1 - t0
-            self._observe(batch.records, batch.verdicts, batch.outputs)
+            self._observe(batch)
             t2 = clock()
             committed = self.source.commit(next_offsets(batch.records))
             t3 = clock()
@@ -340,15 +348,18 @@ class Service:
             forget(list(offsets))
         self.source.rewind(offsets)
 
-    def _observe(self, records: Sequence[InputRecord], verdicts: Sequence[Verdict],
-                 outputs: Sequence[Output]) -> None:
-        """Tell the metrics of a batch whose outputs the broker has acknowledged."""
+    def _observe(self, batch: _InFlight) -> None:
+        """Tell the metrics, and the inspector's ring, of a batch whose outputs the broker has
+        acknowledged."""
         now_ms = time.time() * 1000
+        outputs = batch.outputs
         self.metrics.observe_batch(
-            self.engine, verdicts,
+            self.engine, batch.verdicts,
             dead_letters=sum(o.kind == "dead_letter" for o in outputs),
-            topic_counts=Counter(r.topic for r in records),
+            topic_counts=Counter(r.topic for r in batch.records),
             e2e_latencies_s=[(now_ms - o.timestamp_ms) / 1000 for o in outputs])
+        if self.recent is not None:
+            self.recent.add(batch.verdicts, batch.texts, [int(now_ms)] * len(batch.verdicts))
 
     def _count(self, records: Sequence[InputRecord], verdicts: Sequence[Verdict],
                outputs: Sequence[Output]) -> None:

@@ -7,6 +7,7 @@ import gzip
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -48,6 +49,13 @@ def stream_lines(limit: int | None = None) -> tuple[str, list[bytes]]:
             lines.append(json.dumps(obj, ensure_ascii=False).encode())
         rounds += 1
     return path.name, lines[:limit] if limit else lines
+
+
+def free_port() -> int:
+    """A port nothing listens on now (for a service's metrics port)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def id_of(raw: bytes) -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from kafka_helpers import (
+    free_port,
     produce,
     read_topic,
     service_env,
@@ -42,12 +42,6 @@ FAIL_WITHIN_S = 30.0
 REFUSED_WITHIN_S = 5.0  # the broker refuses within ~2 s of the first connection
 DUPLICATES = 40
 MALFORMED = [b"", b"\xff\xfe not utf-8", b'{"text": ', b'{"id": "no-text"}', b"   "]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def secured(broker, tag: str, **kafka: object) -> Settings:
@@ -99,7 +93,7 @@ def secured_run(secure_kafka, tmp_path_factory):
     stream = lines + dups + MALFORMED
     produce(k, k.input_topics[0], stream)  # the producer over SASL_SSL
     log_path = tmp / "service.log"
-    metrics_port = _free_port()
+    metrics_port = free_port()
     proc = start_service(settings, tmp / "state", log_path, metrics_port=metrics_port)
     metrics_text = ""
     try:

@@ -25,6 +25,10 @@ def test_shipped_config_yaml_documents_the_defaults() -> None:
         ({"verify": {"min_jaccard": 2}}, "verify.min_jaccard"),
         ({"nope": {}}, "nope"),
         ({"state": {"colour": 1}}, "state.colour"),
+        ({"metrics": {"inspector_verdicts": 0}}, "metrics.inspector_verdicts"),
+        ({"metrics": {"inspector_verdicts": 1_000_001}}, "metrics.inspector_verdicts"),
+        ({"metrics": {"inspector_unique_every": 0}}, "metrics.inspector_unique_every"),
+        ({"metrics": {"inspector": True, "port": 0}}, "metrics.inspector"),
     ],
 )
 def test_bad_config_names_the_key(data: dict, key: str) -> None:

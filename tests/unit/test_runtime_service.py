@@ -19,6 +19,7 @@ from stream_dedup.errors import ConfigError
 from stream_dedup.kafka.headers import as_dict
 from stream_dedup.kafka.retry import GaveUp, Shutdown
 from stream_dedup.kafka.route import Output
+from stream_dedup.ops.recent import RecentVerdicts
 from stream_dedup.records import Verdict
 from stream_dedup.runtime.service import Service
 from stream_dedup.state import MemoryStore
@@ -103,13 +104,14 @@ def settings(**kafka) -> Settings:
     return Settings(kafka=k)
 
 
-def service(batches: list[list[Rec]], store: MemoryStore | None = None, **kafka
+def service(batches: list[list[Rec]], store: MemoryStore | None = None,
+            recent: RecentVerdicts | None = None, **kafka
             ) -> tuple[Service, FakeSource, FakeSink]:
     s = settings(**kafka)
     source = FakeSource(batches)
     sink = FakeSink(source.log)
     engine = Engine(s, store or MemoryStore(TABLES))
-    return Service(s, engine, source, sink, Shutdown(1.0)), source, sink
+    return Service(s, engine, source, sink, Shutdown(1.0), recent=recent), source, sink
 
 
 def test_routes_by_verdict_with_headers_and_commits_after_delivery() -> None:
@@ -139,6 +141,21 @@ def test_routes_by_verdict_with_headers_and_commits_after_delivery() -> None:
     assert dead["dedup.error"].startswith("not UTF-8")
     assert (dead["dedup.source.topic"], dead["dedup.source.partition"],
             dead["dedup.source.offset"]) == ("in", "3", "8")
+
+
+def test_the_inspector_ring_gets_acknowledged_verdicts_with_texts_and_candidates() -> None:
+    ring = RecentVerdicts(100, unique_every=1)
+    near = TEXT.replace("非常", "特别")
+    svc, _, _ = service([[rec(0, 0, "a", TEXT), rec(0, 1, "b", near), Rec("in", 0, 2, b"\xff")]],
+                        recent=ring)
+    svc.step()
+    assert ring.seen() == []  # sent, not yet acknowledged
+    svc.step()
+    seen = {s.verdict.id: s for s in ring.seen()}
+    assert set(seen) == {"a", "b"} and ring.total == 2  # the dead letter is no verdict
+    assert seen["b"].text == near and ring.text("a") == TEXT
+    assert seen["b"].time_ms is not None
+    assert ring.candidates("b") == ("a",)
 
 
 def test_duplicates_topic_off_drops_duplicates() -> None:

@@ -21,11 +21,14 @@ from kafka.errors import KafkaTimeoutError
 from prometheus_client import CollectorRegistry, Counter
 
 from stream_dedup.cli.parser import build_parser
+from stream_dedup.config import Settings
 from stream_dedup.config_file import settings_from_dict
 from stream_dedup.errors import ConfigError, ServiceError
 from stream_dedup.kafka.security import client_security, connect, describe, rdkafka_security
 from stream_dedup.ops.health import serve, tls_context, with_basic_auth
+from stream_dedup.ops.inspector.app import Inspector
 from stream_dedup.ops.logs import JsonFormatter
+from stream_dedup.ops.recent import RecentVerdicts
 from stream_dedup.ops.secret import Secret, read_secret
 
 pytestmark = pytest.mark.unit
@@ -190,7 +193,8 @@ def test_metrics_port_over_tls_with_basic_auth(cert: tuple[str, str]) -> None:
     registry = CollectorRegistry()
     Counter("probe_total", "a probe", registry=registry).inc()
     server = serve(registry, 0, "127.0.0.1", tls=tls_context(*cert),
-                   basic_auth=("prom", Secret(PASSWORD)))
+                   basic_auth=("prom", Secret(PASSWORD)),
+                   inspector=Inspector(Settings(), RecentVerdicts(10)))
     try:
         url = f"https://127.0.0.1:{server.port}"
         with pytest.raises(OSError):  # plain HTTP is not answered, and breaks nothing
@@ -202,9 +206,14 @@ def test_metrics_port_over_tls_with_basic_auth(cert: tuple[str, str]) -> None:
         with urllib.request.urlopen(request, context=ctx, timeout=10) as r:
             body = r.read().decode()
         assert "probe_total 1.0" in body and PASSWORD not in body
-        with pytest.raises(urllib.error.HTTPError) as denied:
-            urllib.request.urlopen(f"{url}/metrics", context=ctx, timeout=10)
-        assert denied.value.code == 401
+        request = urllib.request.Request(f"{url}/inspect",
+                                         headers={"Authorization": f"Basic {token}"})
+        with urllib.request.urlopen(request, context=ctx, timeout=10) as r:
+            assert "Recent verdicts" in r.read().decode()  # the inspector, on the same port
+        for path in ("/metrics", "/inspect", "/inspect/check"):
+            with pytest.raises(urllib.error.HTTPError) as denied:
+                urllib.request.urlopen(f"{url}{path}", context=ctx, timeout=10)
+            assert denied.value.code == 401
         with urllib.request.urlopen(f"{url}/healthz", context=ctx, timeout=10) as r:
             assert r.status == 200
     finally:
