@@ -226,22 +226,25 @@ def unexplained(a: str, b: str, spans: list[Span]) -> int:
                and not (one_way and s in edges))
 
 
+# Characters of a very short text for each slip it may carry: a slip in a two-character text is
+# half of it; one in three characters leaves two thirds of the text to read it by.
+_CHARS_A_SLIP = 3
+
+
 def decoration_only(a: str, b: str, spans: list[Span], common: Sequence[bool] | None) -> bool:
     """Whether every span of a very short pair is particles, interjections and terms of address
     added or dropped (好的亲 / 好的呢亲, 返多少 / 返多少亲), what the stream repeats put at an edge
-    (a repost comment: mark, 收藏了), a number's form, or a single same-sound slip of one
-    character in a text of four characters or more: what a few characters may differ by and still
-    say the same. A word broken or replaced is not (科大 / 咁大), nor a shape's likeness
-    (上 / 今)."""
+    (a repost comment: mark, 收藏了), a number's form, or slips (`_one_slip`), at most one for
+    every `_CHARS_A_SLIP` characters of the shorter text: what a few characters may differ by and
+    still say the same. A word broken or replaced is not (科大 / 咁大), nor a likeness that makes
+    another word (快点 / 缺点)."""
     lex = lexicon()
     slips = 0
     for s in spans:
         if s.kind == "form":
             continue
-        if s.kind in ("typo", "synonym"):
-            # one slip of the same sound (an input method's): what else a few characters may
-            # differ by is too much of them
-            slips += 1 if s.kind == "typo" and lex.same_sound(a[s.i1:s.i2], b[s.j1:s.j2]) else 2
+        if s.kind == "typo" and _one_slip(a, b, s, lex):
+            slips += 1
             continue
         if s.op == "replace":
             return False
@@ -251,7 +254,17 @@ def decoration_only(a: str, b: str, spans: list[Span], common: Sequence[bool] | 
             continue
         if not all(word in _CHAT_DECORATION for word in lex.segment(part)):
             return False
-    return slips == 0 or (slips == 1 and min(len(a), len(b)) >= 4)
+    return slips <= min(len(a), len(b)) // _CHARS_A_SLIP
+
+
+def _one_slip(a: str, b: str, s: Span, lex: Lexicon) -> bool:
+    """Whether a slip is one a very short text may carry and still say the same: the same sound
+    (an input method's), a similar shape or a variant form, where the later text reads no new
+    word (麻烦 / 麻顿). A slip that makes another word says something else in a text this short
+    (快点 / 缺点, 评价 / 平价): little else is left to read the text by."""
+    x, y = a[s.i1:s.i2], b[s.j1:s.j2]
+    return (lex.same_sound(x, y) or lex.similar_shape(x, y) or lex.variant(x, y)) and not any(
+        len(w) > 1 and lex.is_common(w) for w in lex.words_at(b, s.j1, s.j2))
 
 
 def added_passage(a: str, b: str, spans: list[Span], min_chars: int) -> Span | None:

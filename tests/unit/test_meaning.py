@@ -82,3 +82,32 @@ def test_opcodes_are_difflibs(monkeypatch: pytest.MonkeyPatch) -> None:
     got = [meaning.opcodes(a, b) for a, b in pairs]
     monkeypatch.setattr(meaning, "SequenceMatcher", difflib.SequenceMatcher)
     assert got == [meaning.opcodes(a, b) for a, b in pairs]
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("好麻烦", "好麻顿"),  # a shape's slip that makes no word
+        ("已经检查了", "已经捡查了"),
+        ("返多少", "饭多少"),  # a sound's slip
+        ("请帮我检查一下", "请邦我捡查一下"),  # two slips in seven characters
+    ],
+)
+def test_a_very_short_copy_may_carry_a_slip_that_makes_no_word(first: str, second: str) -> None:
+    assert verify(NORM.normalize(first), NORM.normalize(second), VerifySettings()).duplicate
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("快点发货", "缺点发货"),  # the likeness makes another word: 缺点
+        ("没评价", "没平价"),  # ... so does the sound: 平价
+        ("检查", "捡查"),  # one character of two
+        ("请帮我检查一下", "请邦我捡查一卞"),  # three slips in seven characters
+        ("请帮我检查", "请邦我捡查"),  # two in five
+    ],
+)
+def test_a_very_short_text_is_not_matched_across_a_new_word_or_too_many_slips(
+        first: str, second: str) -> None:
+    check = verify(NORM.normalize(first), NORM.normalize(second), VerifySettings())
+    assert not check.duplicate and check.guard == "short"
