@@ -132,6 +132,31 @@ def _contained(a: str, b: str) -> list[tuple[str, int, int, int, int]]:
     return [span for span in spans if span[2] > span[1] or span[4] > span[3]]
 
 
+def _slip_beside_edge(a: str, b: str, op: tuple[str, int, int, int, int],
+                      lex: Lexicon) -> list[tuple[str, int, int, int, int]]:
+    """An edge's replaced span parted into what one text adds at the edge and a slip next to the
+    shared text (限购一瓶 / 转收藏了线购一瓶: a repost comment, then 线 for 限): the alignment
+    cannot tell the comment from the slip, which shares no character with what it replaces. Only
+    when the characters next to the shared text are a slip of sound, shape or form of the other
+    text's (at most `TYPO_MAX`); else the span as it is."""
+    tag, i1, i2, j1, j2 = op
+    n = min(i2 - i1, j2 - j1)
+    if tag != "replace" or i2 - i1 == j2 - j1 or n > TYPO_MAX:
+        return [op]
+    rest = "insert" if j2 - j1 > n else "delete"
+    if i1 == 0 and j1 == 0:  # at the start: the edge's own text first
+        x, y = a[i2 - n : i2], b[j2 - n : j2]
+        parts = [(rest, i1, i2 - n, j1, j2 - n), ("replace", i2 - n, i2, j2 - n, j2)]
+    elif i2 == len(a) and j2 == len(b):  # at the end: the edge's own text last
+        x, y = a[i1 : i1 + n], b[j1 : j1 + n]
+        parts = [("replace", i1, i1 + n, j1, j1 + n), (rest, i1 + n, i2, j1 + n, j2)]
+    else:
+        return [op]
+    if lex.same_sound(x, y) or lex.similar_shape(x, y) or lex.variant(x, y):
+        return parts
+    return [op]
+
+
 def _changed_in_material(a: str, b: str, spans: list[Span], lex: Lexicon) -> list[Span]:
     """Meaning changes hidden in material or a reordering: when the numbers, names or time
     words taken out and those put in both exist and differ, the benign spans that carry them
@@ -179,7 +204,8 @@ def classify(a: str, b: str, common: Sequence[bool] | None = None,
     added at an edge is material. `clauses`: where b's clauses end (`Normalizer.with_clauses`);
     without them a moved clause of a word or two reads as words that trade places."""
     lex = lexicon()
-    spans = _contained(a, b) or [op for op in opcodes(a, b) if op[0] != "equal"]
+    spans = _contained(a, b) or [part for op in opcodes(a, b) if op[0] != "equal"
+                                 for part in _slip_beside_edge(a, b, op, lex)]
     order = reordered(a, b, spans, lex, clauses)
     if order:
         return [Span(op[0], op[1], op[2], op[3], op[4], order) for op in spans]

@@ -111,3 +111,19 @@ def test_a_very_short_text_is_not_matched_across_a_new_word_or_too_many_slips(
         first: str, second: str) -> None:
     check = verify(NORM.normalize(first), NORM.normalize(second), VerifySettings())
     assert not check.duplicate and check.guard == "short"
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "expected"),
+    [
+        # a comment or a greeting at an edge, then a slip next to the shared text
+        ("请包装好谢谢", "亲亲，庆包装好谢谢", [("insert", "", "亲亲"), ("replace", "请", "庆")]),
+        ("包装好谢谢", "包装好谢卸，收藏了", [("replace", "谢", "卸"), ("insert", "", "收藏了")]),
+        # no slip's evidence next to the shared text: one span
+        ("我需要什么", "小金需要什么", [("replace", "我", "小金")]),
+    ],
+)
+def test_an_edge_is_parted_from_a_slip_beside_it(first: str, second: str,
+                                                  expected: list[tuple[str, str, str]]) -> None:
+    a, b = NORM.normalize(first), NORM.normalize(second)
+    assert [(s.op, a[s.i1:s.i2], b[s.j1:s.j2]) for s in classify(a, b)] == expected
