@@ -37,7 +37,7 @@ from ..records import Decision, Message, Verdict
 from ..state import open_store
 from ..state.store import KVStore, WriteSet
 from . import fingerprint as fpr
-from . import meaning, scope, verify
+from . import meaning, mood, scope, verify
 from .exact import ExactStage, content_hash, exact_key, exact_value
 from .expiry import expire
 from .features import features
@@ -348,7 +348,7 @@ class Engine(Snapshots):
                     text, ident, fp = entries[seq]
                     ranked.append(Candidate(ident, text, fp, dist, next(measured)))
                 p.verdict = closest_verdict(p.msg.id, p.text, p.fp, ranked, vs, common,
-                                            p.clauses)
+                                            p.clauses, mood.asks(p.msg.text))
                 source = source_seq(p.verdict, ranked, [seq for seq, _ in cands])
             if sketch is not None:  # in order: the next message sees it
                 sketch.learn(grams[p.seq], None if source is None else grams[source])

@@ -132,6 +132,31 @@ def _contained(a: str, b: str) -> list[tuple[str, int, int, int, int]]:
     return [span for span in spans if span[2] > span[1] or span[4] > span[3]]
 
 
+def _slip_beside_edge(a: str, b: str, op: tuple[str, int, int, int, int],
+                      lex: Lexicon) -> list[tuple[str, int, int, int, int]]:
+    """An edge's replaced span parted into what one text adds at the edge and a slip next to the
+    shared text (限购一瓶 / 转收藏了线购一瓶: a repost comment, then 线 for 限): the alignment
+    cannot tell the comment from the slip, which shares no character with what it replaces. Only
+    when the characters next to the shared text are a slip of sound, shape or form of the other
+    text's (at most `TYPO_MAX`); else the span as it is."""
+    tag, i1, i2, j1, j2 = op
+    n = min(i2 - i1, j2 - j1)
+    if tag != "replace" or i2 - i1 == j2 - j1 or n > TYPO_MAX:
+        return [op]
+    rest = "insert" if j2 - j1 > n else "delete"
+    if i1 == 0 and j1 == 0:  # at the start: the edge's own text first
+        x, y = a[i2 - n : i2], b[j2 - n : j2]
+        parts = [(rest, i1, i2 - n, j1, j2 - n), ("replace", i2 - n, i2, j2 - n, j2)]
+    elif i2 == len(a) and j2 == len(b):  # at the end: the edge's own text last
+        x, y = a[i1 : i1 + n], b[j1 : j1 + n]
+        parts = [("replace", i1, i1 + n, j1, j1 + n), (rest, i1 + n, i2, j1 + n, j2)]
+    else:
+        return [op]
+    if lex.same_sound(x, y) or lex.similar_shape(x, y) or lex.variant(x, y):
+        return parts
+    return [op]
+
+
 def _changed_in_material(a: str, b: str, spans: list[Span], lex: Lexicon) -> list[Span]:
     """Meaning changes hidden in material or a reordering: when the numbers, names or time
     words taken out and those put in both exist and differ, the benign spans that carry them
@@ -179,7 +204,8 @@ def classify(a: str, b: str, common: Sequence[bool] | None = None,
     added at an edge is material. `clauses`: where b's clauses end (`Normalizer.with_clauses`);
     without them a moved clause of a word or two reads as words that trade places."""
     lex = lexicon()
-    spans = _contained(a, b) or [op for op in opcodes(a, b) if op[0] != "equal"]
+    spans = _contained(a, b) or [part for op in opcodes(a, b) if op[0] != "equal"
+                                 for part in _slip_beside_edge(a, b, op, lex)]
     order = reordered(a, b, spans, lex, clauses)
     if order:
         return [Span(op[0], op[1], op[2], op[3], op[4], order) for op in spans]
@@ -226,22 +252,25 @@ def unexplained(a: str, b: str, spans: list[Span]) -> int:
                and not (one_way and s in edges))
 
 
+# Characters of a very short text for each slip it may carry: a slip in a two-character text is
+# half of it; one in three characters leaves two thirds of the text to read it by.
+_CHARS_A_SLIP = 3
+
+
 def decoration_only(a: str, b: str, spans: list[Span], common: Sequence[bool] | None) -> bool:
     """Whether every span of a very short pair is particles, interjections and terms of address
     added or dropped (好的亲 / 好的呢亲, 返多少 / 返多少亲), what the stream repeats put at an edge
-    (a repost comment: mark, 收藏了), a number's form, or a single same-sound slip of one
-    character in a text of four characters or more: what a few characters may differ by and still
-    say the same. A word broken or replaced is not (科大 / 咁大), nor a shape's likeness
-    (上 / 今)."""
+    (a repost comment: mark, 收藏了), a number's form, or slips (`_one_slip`), at most one for
+    every `_CHARS_A_SLIP` characters of the shorter text: what a few characters may differ by and
+    still say the same. A word broken or replaced is not (科大 / 咁大), nor a likeness that makes
+    another word (快点 / 缺点)."""
     lex = lexicon()
     slips = 0
     for s in spans:
         if s.kind == "form":
             continue
-        if s.kind in ("typo", "synonym"):
-            # one slip of the same sound (an input method's): what else a few characters may
-            # differ by is too much of them
-            slips += 1 if s.kind == "typo" and lex.same_sound(a[s.i1:s.i2], b[s.j1:s.j2]) else 2
+        if s.kind == "typo" and _one_slip(a, b, s, lex):
+            slips += 1
             continue
         if s.op == "replace":
             return False
@@ -251,7 +280,17 @@ def decoration_only(a: str, b: str, spans: list[Span], common: Sequence[bool] | 
             continue
         if not all(word in _CHAT_DECORATION for word in lex.segment(part)):
             return False
-    return slips == 0 or (slips == 1 and min(len(a), len(b)) >= 4)
+    return slips <= min(len(a), len(b)) // _CHARS_A_SLIP
+
+
+def _one_slip(a: str, b: str, s: Span, lex: Lexicon) -> bool:
+    """Whether a slip is one a very short text may carry and still say the same: the same sound
+    (an input method's), a similar shape or a variant form, where the later text reads no new
+    word (麻烦 / 麻顿). A slip that makes another word says something else in a text this short
+    (快点 / 缺点, 评价 / 平价): little else is left to read the text by."""
+    x, y = a[s.i1:s.i2], b[s.j1:s.j2]
+    return (lex.same_sound(x, y) or lex.similar_shape(x, y) or lex.variant(x, y)) and not any(
+        len(w) > 1 and lex.is_common(w) for w in lex.words_at(b, s.j1, s.j2))
 
 
 def added_passage(a: str, b: str, spans: list[Span], min_chars: int) -> Span | None:

@@ -122,6 +122,41 @@ def _same_value(a: str, b: str, span: tuple[str, int, int, int, int]) -> bool | 
     return x == y
 
 
+def _beside_number(a: str, b: str, span: tuple[str, int, int, int, int],
+                   lex: Lexicon) -> str | None:
+    """The class of a replaced span that joins a number written another way to a change next
+    to it (是20 / 题二十, 15对 / 十五兑, 12 / 码住十二): the two forms share no character, so the
+    alignment cannot part the number from a slip or a comment beside it. When the numerals at one
+    end of both parts keep their value, the span is what the rest of it is; None otherwise."""
+    _, i1, i2, j1, j2 = span
+    part_a, part_b = a[i1:i2], b[j1:j2]
+    if not (_has_numeral(part_a) and _has_numeral(part_b)):
+        return None
+    for at_end in (True, False):
+        na, nb = _numeral_end(part_a, at_end), _numeral_end(part_b, at_end)
+        if not na or not nb or (na == len(part_a) and nb == len(part_b)):
+            continue
+        if at_end:
+            number = ("replace", i2 - na, i2, j2 - nb, j2)
+            rest = (i1, i2 - na, j1, j2 - nb)
+        else:
+            number = ("replace", i1, i1 + na, j1, j1 + nb)
+            rest = (i1 + na, i2, j1 + nb, j2)
+        if _same_value(a, b, number):
+            r1, r2, s1, s2 = rest
+            if r2 > r1 and s2 > s1:
+                return replaced_kind(a, b, ("replace", r1, r2, s1, s2), lex)
+            return added_kind(a, b, ("insert" if s2 > s1 else "delete", r1, r2, s1, s2), lex,
+                              None)
+    return None
+
+
+def _numeral_end(part: str, at_end: bool) -> int:
+    """How many numeral characters `part` ends with (`at_end`) or begins with."""
+    text = part[::-1] if at_end else part
+    return next((k for k, c in enumerate(text) if c not in _NUMERALS), len(text))
+
+
 def _evidence_of_typo(part_a: str, part_b: str, lex: Lexicon) -> bool:
     """Positive evidence that a replaced span is a slip of the same word: the same sound under
     some reading of each character, a similar shape, or a variant form."""
@@ -147,6 +182,9 @@ def replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Lex
     part_a, part_b = a[i1:i2], b[j1:j2]
     if _same_value(a, b, span):
         return "form"  # a number written another way (4000 / 四千 / 4千)
+    beside = _beside_number(a, b, span, lex)
+    if beside is not None:
+        return beside  # a slip or a comment next to a number written another way
     if (has_digit(part_a) and has_digit(part_b)) or _numerals_only(part_a, part_b):
         return number_kind(a, b, span, lex)  # a number for another, however long its words
     if max(len(part_a), len(part_b)) >= _MATERIAL_MIN:  # a rewritten or cut passage

@@ -91,7 +91,7 @@ def rank_key(candidate: tuple[int, int, int]) -> tuple[int, int]:
 
 def closest_verdict(message_id: str, text: str, fp: int, candidates: Sequence[Candidate],
                     settings: VerifySettings, common: Sequence[bool] | None = None,
-                    clauses: Clauses = ()) -> Verdict:
+                    clauses: Clauses = (), asks: bool = False) -> Verdict:
     """Verify `candidates` against the message.
 
     The closest earlier text decides: candidates are tried in order of their Jaccard with the
@@ -99,13 +99,13 @@ def closest_verdict(message_id: str, text: str, fp: int, candidates: Sequence[Ca
     settles it, so a reprint of a dropped-clause copy cannot hide a changed date that the full
     original shows, and a hard negative that holds part of the message cannot settle it before
     its true source is tried. `common`: which characters of the message the stream repeats;
-    `clauses`: where its clauses end.
+    `clauses`: where its clauses end; `asks`: whether it ends with a question mark.
     """
     refused: tuple[str, str, int, float] | None = None
     apart: tuple[str, str, int, float] | None = None  # the first one a rule set apart
     too_short = False
     for c in sorted(candidates, key=lambda c: -c.measured[2]):
-        check = verify(c.text, text, settings, c.measured, common, clauses)
+        check = verify(c.text, text, settings, c.measured, common, clauses, asks)
         distance = (int(c.fp) ^ int(fp)).bit_count() if c.distance < 0 else c.distance
         if check.duplicate:
             return Verdict(message_id, Decision.NEAR,

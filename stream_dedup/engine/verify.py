@@ -26,6 +26,7 @@ from ..config import VerifySettings
 from . import numerals
 from .jit import compiled
 from .meaning import added_passage, classify, decoration_only, unexplained
+from .mood import asked_anew
 from .normalize import Clauses
 
 
@@ -212,7 +213,7 @@ def _similar_in_digits(a: str, b: str, settings: VerifySettings) -> bool:
 
 
 def _very_short(a: str, b: str, score: float, settings: VerifySettings,
-                common: Sequence[bool] | None, clauses: Clauses) -> Check:
+                common: Sequence[bool] | None, clauses: Clauses, asks: bool) -> Check:
     """A pair with a text under `min_chars`: a near copy only when what differs is a slip with
     evidence, a number's form, a synonym, or particles, interjections and terms of address (a
     content word or a number changed makes it related); too little content for anything else."""
@@ -223,21 +224,31 @@ def _very_short(a: str, b: str, score: float, settings: VerifySettings,
     if changes:
         return Check(False, score, ",".join(changes))
     if decoration_only(a, b, spans, common):
-        return Check(True, score)
+        return _same_act(a, b, score, settings, asks)
     return Check(False, score, "short")
 
 
+def _same_act(a: str, b: str, score: float, settings: VerifySettings, asks: bool) -> Check:
+    """A pair that matches is a duplicate unless the later text, which `asks`, is a question
+    the earlier is not (`mood.asked_anew`): related."""
+    if asks and settings.related_question and asked_anew(a, b):
+        return Check(False, score, "question")
+    return Check(True, score)
+
+
 def verify(a: str, b: str, settings: VerifySettings, measured: Measured | None = None,
-           common: Sequence[bool] | None = None, clauses: Clauses = ()) -> Check:
+           common: Sequence[bool] | None = None, clauses: Clauses = (),
+           asks: bool = False) -> Check:
     """Decide whether normalized text `b` is a near duplicate of normalized text `a`;
     `measured` is their `similarity` when the caller has it already, `common` which characters
     of `b` the stream repeats (`commonness.Commonness`), `clauses` where b's clauses end
-    (`normalize.Normalizer.with_clauses`)."""
+    (`normalize.Normalizer.with_clauses`), `asks` whether b's message ends with a question mark
+    (`mood.asks`)."""
     if a == b:
         return Check(True, 1.0)
     score, how, _ = measured or similarity(a, b, settings)
     if min(len(a), len(b)) < settings.min_chars:
-        return _very_short(a, b, score, settings, common, clauses)
+        return _very_short(a, b, score, settings, common, clauses, asks)
     excerpt = settings.min_excerpt_chars <= len(b) < len(a)  # the later text taken from inside
     if how == "contained" and not excerpt:
         return Check(False, score, "contained" if settings.related_contained else None)
@@ -261,4 +272,4 @@ def verify(a: str, b: str, settings: VerifySettings, measured: Measured | None =
         return Check(False, score, ",".join(changes))
     if settings.related_passage and added_passage(a, b, spans, settings.min_passage_chars):
         return Check(False, score, apart="passage")
-    return Check(True, score)
+    return _same_act(a, b, score, settings, asks)

@@ -223,7 +223,7 @@ class Join:
         grams = sketch.hashes(texts) if sketch is not None else []
         common = sketch.mask(grams[0], len(o.text)) if sketch is not None and hits else None
         verdict = closest_verdict(o.message_id, o.text, o.fp, candidates, self._settings.verify,
-                                  common, o.clauses)
+                                  common, o.clauses, o.asks)
         if sketch is not None:  # in the order this partition decides its messages
             source = source_seq(verdict, candidates, range(1, len(texts)))
             sketch.learn(grams[0], None if source is None else grams[source])

@@ -116,6 +116,7 @@ class Original:
     value: bytes | None
     headers: tuple[tuple[str, bytes], ...]
     clauses: Clauses = ()  # where the normalized text's clauses end
+    asks: bool = False  # the message's text ends with a question mark (`mood.asks`)
 
 
 def _with_texts(texts: dict[str, int], body: list[bytes]) -> bytes:
@@ -237,7 +238,8 @@ def pack_original(o: Original) -> bytes:
               o.key or b"", o.value or b""]
     heads = [part for k, v in o.headers for part in (k.encode(), v)]
     head = _ORIGINAL.pack(o.ts_ms, o.fp, o.offset, o.partition, o.timestamp,
-                          *(len(f) for f in fields[:4]), (o.key is None) | (o.value is None) << 1,
+                          *(len(f) for f in fields[:4]),
+                          (o.key is None) | (o.value is None) << 1 | o.asks << 2,
                           len(fields[4]), o.probes, len(o.headers))
     lengths = struct.pack(f"<{len(heads)}I", *(len(h) for h in heads)) + struct.pack(
         f"<{FAMILIES}I", *o.anchors)
@@ -263,4 +265,4 @@ def unpack_original(data: bytes) -> Original:
     clauses = struct.unpack_from(f"<{(len(data) - pos) // 4}I", data, pos)
     return Original(ident.decode(), ts, text.decode(), fp, probes, anchors, topic.decode(),
                     partition, offset, timestamp, None if nulls & 1 else key,
-                    None if nulls & 2 else value, headers, clauses)
+                    None if nulls & 2 else value, headers, clauses, bool(nulls & 4))

@@ -82,3 +82,48 @@ def test_opcodes_are_difflibs(monkeypatch: pytest.MonkeyPatch) -> None:
     got = [meaning.opcodes(a, b) for a, b in pairs]
     monkeypatch.setattr(meaning, "SequenceMatcher", difflib.SequenceMatcher)
     assert got == [meaning.opcodes(a, b) for a, b in pairs]
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("好麻烦", "好麻顿"),  # a shape's slip that makes no word
+        ("已经检查了", "已经捡查了"),
+        ("返多少", "饭多少"),  # a sound's slip
+        ("请帮我检查一下", "请邦我捡查一下"),  # two slips in seven characters
+    ],
+)
+def test_a_very_short_copy_may_carry_a_slip_that_makes_no_word(first: str, second: str) -> None:
+    assert verify(NORM.normalize(first), NORM.normalize(second), VerifySettings()).duplicate
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("快点发货", "缺点发货"),  # the likeness makes another word: 缺点
+        ("没评价", "没平价"),  # ... so does the sound: 平价
+        ("检查", "捡查"),  # one character of two
+        ("请帮我检查一下", "请邦我捡查一卞"),  # three slips in seven characters
+        ("请帮我检查", "请邦我捡查"),  # two in five
+    ],
+)
+def test_a_very_short_text_is_not_matched_across_a_new_word_or_too_many_slips(
+        first: str, second: str) -> None:
+    check = verify(NORM.normalize(first), NORM.normalize(second), VerifySettings())
+    assert not check.duplicate and check.guard == "short"
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "expected"),
+    [
+        # a comment or a greeting at an edge, then a slip next to the shared text
+        ("请包装好谢谢", "亲亲，庆包装好谢谢", [("insert", "", "亲亲"), ("replace", "请", "庆")]),
+        ("包装好谢谢", "包装好谢卸，收藏了", [("replace", "谢", "卸"), ("insert", "", "收藏了")]),
+        # no slip's evidence next to the shared text: one span
+        ("我需要什么", "小金需要什么", [("replace", "我", "小金")]),
+    ],
+)
+def test_an_edge_is_parted_from_a_slip_beside_it(first: str, second: str,
+                                                  expected: list[tuple[str, str, str]]) -> None:
+    a, b = NORM.normalize(first), NORM.normalize(second)
+    assert [(s.op, a[s.i1:s.i2], b[s.j1:s.j2]) for s in classify(a, b)] == expected

@@ -41,7 +41,8 @@ def test_wire_round_trip() -> None:
     assert [a for r in pack_answers(answers) for a in unpack_answers(r)] == answers
     for o in (_original("m1", 3, headers=(("h", b"\x00v"), ("k", b""))),
               _original("m2", 0, text="", key=b"", value=None),
-              _original("m3", 1, text="好评谢谢亲", clauses=(2, 4))):
+              _original("m3", 1, text="好评谢谢亲", clauses=(2, 4)),
+              _original("m5", 1, text="一日呀", asks=True, key=b"k")):
         assert unpack_original(pack_original(o)) == o
     # a record packed before clause ends were carried reads as a text without them
     packed = pack_original(_original("m4", 1, clauses=(1,)))

@@ -86,3 +86,20 @@ def number_span(first: str, second: str) -> str:
 def test_a_number_beside_a_date_unit_or_in_a_weekday_is_a_date(first: str, second: str,
                                                                kind: str) -> None:
     assert number_span(first, second) == kind
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "expected"),
+    [
+        # a number written another way, a slip or a comment beside it: the slip decides
+        ("满99包邮哦", "满九十九苞邮哦", ["typo"]),
+        ("运费是15元吗", "运费是十五圆吗", ["typo"]),
+        ("12包装的尺寸", "码住十二包装的尺寸", ["material"]),
+        # ... and the number's value or unit still counts
+        ("满99包邮哦", "满九十八苞邮哦", ["number"]),
+        ("买了3件", "买了三条", ["unit"]),
+    ],
+)
+def test_a_number_written_another_way_is_parted_from_what_changed_beside_it(
+        first: str, second: str, expected: list[str]) -> None:
+    assert [kind for _, _, kind in stream_kinds(first, second)] == expected
