@@ -140,7 +140,8 @@ def _progress_total(path: str, enabled: bool) -> int | None:
 def cmd_dedup(args: argparse.Namespace, settings: Settings) -> int:
     with ExitStack() as state_stack:
         state_path = _file_state(args, state_stack)
-        engine = open_engine(settings, state_path)
+        # Loaded when a batch first needs them: a short file pays for no more than it uses.
+        engine = open_engine(settings, state_path, warm=False)
         try:
             _refuse_used_state(args, engine)
         except StreamDedupError:
@@ -155,7 +156,7 @@ def _dedup(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
     started = time.perf_counter()
     dead = 0
     with ExitStack() as stack:
-        stack.callback(engine.close)
+        stack.callback(engine.close, keep=args.state is not None)
         out = _open_out(stack, args.output)
         decisions = _open_out(stack, args.decisions)
         dead_out = _open_out(stack, args.dead_letters)

@@ -22,6 +22,7 @@ differing span:
 
 from __future__ import annotations
 
+import gc
 import importlib.metadata
 import pickle
 import unicodedata
@@ -266,4 +267,8 @@ def _polarities() -> dict[str, int]:
 
 @cache
 def lexicon() -> Lexicon:
-    return Lexicon()
+    loaded = Lexicon()
+    # Its ~2M objects live as long as the process: out of the collector's sight, so a full
+    # collection does not walk them.
+    gc.freeze()
+    return loaded
