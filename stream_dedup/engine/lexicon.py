@@ -24,10 +24,13 @@ from __future__ import annotations
 
 import gc
 import importlib.metadata
+import importlib.util
 import pickle
+import sys
 import unicodedata
 from functools import cache, lru_cache
 from pathlib import Path
+from types import ModuleType
 
 _DATA = Path(__file__).parents[1] / "data"
 _COMMON = 20  # jieba corpus count from which an entry is a common word (实惠 294, 离谱 51)
@@ -55,23 +58,19 @@ class Lexicon:
     the sentiment lists and the antonym pairs."""
 
     def __init__(self) -> None:
-        import jieba
-        import jieba.posseg
         import opencc
-        from pypinyin import Style, pinyin
-        from pypinyin.pinyin_dict import pinyin_dict
 
+        jieba = _import_jieba()
         jieba.setLogLevel(60)
         jieba.initialize()
         self.freq = jieba.dt.FREQ
-        self.tags = jieba.posseg.dt.word_tag_tab
+        self.tags = _sharing_keys(jieba.posseg.dt.word_tag_tab, self.freq)
+        jieba.posseg.dt.word_tag_tab = self.tags
         begins = jieba.posseg.prob_emit.P[("B", "nr")]  # log P(character | a name begins)
         self.surnames = frozenset(sorted(begins, key=begins.__getitem__)[-_NAME_INITIALS:])
         self._posseg = jieba.posseg.lcut
         self._cut = jieba.lcut
-        self._pinyin = pinyin
-        self._normal = Style.NORMAL
-        self._readings = pinyin_dict
+        self._readings = _pinyin_table()
         self._converters = [opencc.OpenCC(name) for name in _TO_SIMPLIFIED]
         self._japanese = opencc.OpenCC("jp2t")
         self._regional = opencc.OpenCC(_REGIONAL)
@@ -155,11 +154,12 @@ class Lexicon:
 
     @cache  # noqa: B019 - one lexicon per process, never released
     def readings(self, ch: str) -> frozenset[str]:
-        """Every toneless reading of a character (a non-Chinese character reads as itself):
-        pypinyin's own table read directly, its tone marks taken off (ü kept apart as v)."""
+        """Every toneless reading of a character: pypinyin's own table read directly, its tone
+        marks taken off (ü kept apart as v). A character the table lacks (not Chinese, or a rare
+        one) reads as itself, as pypinyin reads it."""
         found = self._readings.get(ord(ch))
         if found is None:
-            return frozenset(self._pinyin(ch, heteronym=True, style=self._normal)[0])
+            return frozenset(ch)
         return frozenset(_toneless(r) for r in found.split(","))
 
     def same_sound(self, x: str, y: str) -> bool:
@@ -192,7 +192,8 @@ class Lexicon:
 
     def synonyms(self, x: str, y: str) -> bool:
         """Whether Cilin puts both words in one synonym set."""
-        return bool(self._synsets.get(x, frozenset()) & self._synsets.get(y, frozenset()))
+        theirs = self._synsets.get(y, ())
+        return any(number in theirs for number in self._synsets.get(x, ()))
 
     def polarity(self, word: str) -> int:
         """+1 for a positive word, -1 for a negative one, 0 for neither (or both)."""
@@ -200,6 +201,30 @@ class Lexicon:
 
 
 ENTITY_TAGS = frozenset({"nr", "nrt", "nrfg", "ns", "nt", "nz"})
+
+
+def _import_jieba() -> ModuleType:
+    """jieba with its tagger, imported without pkg_resources (0.17 s and 8 MB, deprecated), which
+    jieba uses only to open its data files and does without (it opens them by path then)."""
+    absent = "pkg_resources" not in sys.modules
+    if absent:
+        sys.modules["pkg_resources"] = None  # type: ignore[assignment]  # import raises
+    try:
+        import jieba
+        import jieba.posseg
+    finally:
+        if absent:
+            del sys.modules["pkg_resources"]
+    return jieba
+
+
+def _sharing_keys(table: dict[str, str], words: dict[str, int]) -> dict[str, str]:
+    """`table` keyed by the strings of `words` where it has them: jieba's tagger reads the
+    dictionary file a second time for its tags, and its own copy of ~350k words is ~30 MB."""
+    shared = {word: table[word] for word in words if word in table}
+    if len(shared) < len(table):  # a tagged word the dictionary lacks
+        shared.update((word, tag) for word, tag in table.items() if word not in shared)
+    return shared
 
 
 def _toneless(reading: str) -> str:
@@ -235,16 +260,32 @@ def _shape_pairs(text: str) -> set[tuple[str, str]]:
     return pairs
 
 
-def _synonym_sets(path: Path) -> dict[str, frozenset[int]]:
-    """Word -> the Cilin synonym sets (`=` lines: words of one meaning) it belongs to. `#` lines
+def _synonym_sets(path: Path) -> dict[str, tuple[int, ...]]:
+    """Word -> the Cilin synonym sets (`=` lines: words of one meaning) it belongs to, as a
+    tuple (most words are in one or two: a set would take four times the memory). `#` lines
     (related words of one class: 男人/女人) and `@` lines (a word alone) are not synonyms."""
-    sets: dict[str, set[int]] = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
-        code, _, words = line.partition(" ")
-        if code.endswith("="):
-            for word in words.split():
-                sets.setdefault(word, set()).add(number)
-    return {word: frozenset(numbers) for word, numbers in sets.items()}
+    sets: dict[str, tuple[int, ...]] = {}
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines):
+            code, _, words = line.partition(" ")
+            if code.endswith("="):
+                for word in dict.fromkeys(words.split()):
+                    sets[word] = (*sets.get(word, ()), number)
+    return sets
+
+
+def _pinyin_table() -> dict[int, str]:
+    """pypinyin's table of the readings of each character (code point -> "háng,xíng"), loaded
+    without importing pypinyin, whose import loads its phrase dictionary as well (~50 MB, 0.2 s):
+    the check reads characters one at a time."""
+    source = _package_file("pypinyin", "pypinyin/pinyin_dict.py")
+    spec = importlib.util.spec_from_file_location("pypinyin.pinyin_dict", source)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"pypinyin's reading table is missing: {source}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    table: dict[int, str] = module.pinyin_dict
+    return table
 
 
 def _polarities() -> dict[str, int]:
