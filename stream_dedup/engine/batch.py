@@ -37,7 +37,7 @@ from ..records import Decision, Message, Verdict
 from ..state import open_store
 from ..state.store import KVStore, WriteSet
 from . import fingerprint as fpr
-from . import meaning, scope, verify
+from . import jit, meaning, scope, verify
 from .exact import ExactStage, content_hash, exact_key, exact_value
 from .expiry import expire
 from .features import features
@@ -118,6 +118,7 @@ class Engine(Snapshots):
         self.stats = EngineStats()
         self._normalizer = Normalizer(settings.normalize)
         self._strategy = make_strategy(settings.fingerprint)
+        jit.note_compiling()
         fpr.warm_up()
         self._layout = make_layout(
             settings.index.layout, settings.index.max_distance, settings.index.blocks
