@@ -26,6 +26,26 @@ def dev_stream() -> Path:
     return Path(named) if named else SAMPLE
 
 
+def round_of(record: dict[str, object], number: int) -> dict[str, object]:
+    """A stream's record as the `number`th repeat of the stream has it: a fresh id (a repeat is
+    not a replay of the same message) and its text marked by the round (round 0 as it is), so
+    one round's texts repeat no earlier round's and a round's duplicates are its own."""
+    marked = f"{record['text']}（第{number}轮）" if number else record["text"]
+    return {**record, "id": f"{record['id']}-r{number}", "text": marked}
+
+
+def repeated(lines: Sequence[bytes], records: int) -> list[bytes]:
+    """The JSONL stream `lines` repeated (`round_of`) until it holds `records` records (at
+    least the stream once)."""
+    base = [json.loads(line) for line in lines]
+    out: list[bytes] = []
+    number = 0
+    while len(out) < max(records, len(base)):
+        out += (json.dumps(round_of(r, number), ensure_ascii=False).encode() for r in base)
+        number += 1
+    return out[: max(records, len(base))]
+
+
 def host_speed() -> str:
     """One line on this host now: cores, Python, and `json.loads` of the shipped sample's records
     a second (best of three passes), a yardstick that moves with the host's load."""

@@ -1,0 +1,39 @@
+"""bench/results.py: the stream repeated for a longer input, with fresh ids and marked texts."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+@pytest.fixture(scope="module")
+def results():
+    sys.path.insert(0, str(BENCH))
+    try:
+        yield importlib.import_module("results")
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+def test_a_repeated_stream_has_fresh_ids_and_each_round_its_own_texts(results) -> None:
+    lines = [json.dumps({"id": f"m{n}", "text": t}, ensure_ascii=False).encode()
+             for n, t in enumerate(["好评", "差评", "好评"])]
+    out = [json.loads(line) for line in results.repeated(lines, 7)]
+    assert len(out) == 7
+    assert len({r["id"] for r in out}) == 7
+    assert [r["text"] for r in out[:3]] == ["好评", "差评", "好评"]  # round 0 as it is
+    assert out[3]["text"] == out[5]["text"] != out[0]["text"]  # a round's repeats are its own
+    assert out[3]["text"].startswith("好评") and out[6]["text"] != out[3]["text"]
+
+
+def test_a_repeated_stream_holds_the_stream_once_at_least(results) -> None:
+    lines = [b'{"id": "a", "text": "x"}', b'{"id": "b", "text": "y"}']
+    assert [json.loads(line)["id"] for line in results.repeated(lines, 1)] == ["a-r0", "b-r0"]
