@@ -13,8 +13,9 @@ own): phase 1 `--rounds` times (5), the guarantees taking turns, its figures the
 (a neighbour's load on a shared host moves single runs by a third); then phase 2 once each. The
 run ends with exactly_once's sustained median as a share of at_least_once's.
 
-1. Sustained throughput: the stream, repeated with fresh ids and texts marked by round up to
-   `--records` (700,000: over 20 s of input), is in a 6-partition topic first; the service (in this
+1. Sustained throughput: the stream, repeated up to `--records` (700,000: over 20 s of input)
+   with fresh ids and each round's Chinese characters shifted, so that a round repeats none of
+   another's texts (`results.repeated`), is in a 6-partition topic first; the service (in this
    process, its engine where `--engine-process` puts it, as `engine.process` does for
    `stream-dedup run`) decides it from the first poll to the last commit. `--profile` runs this
    phase under cProfile and prints where the time goes, by package and by function.
@@ -590,8 +591,9 @@ def main(argv: list[str] | None = None) -> int:
                         "at_least_once round followed by Quix Streams on its input; its "
                         "figures are the median round's (default 5)")
     p.add_argument("--records", type=int, default=SUSTAINED_RECORDS,
-                   help="phase 1's input: the stream repeated with fresh ids and texts marked "
-                        f"by round up to this many records (default {SUSTAINED_RECORDS:,})")
+                   help="phase 1's input: the stream repeated with fresh ids and each round's "
+                        "characters shifted, up to this many records (default "
+                        f"{SUSTAINED_RECORDS:,})")
     p.add_argument("--guarantee", type=lambda v: v.split(","),
                    default=["at_least_once", "exactly_once"],
                    help="the kafka.guarantee values to run phases 1 and 2 with, in order "

@@ -34,16 +34,40 @@ def round_of(record: dict[str, object], number: int) -> dict[str, object]:
     return {**record, "id": f"{record['id']}-r{number}", "text": marked}
 
 
+# The CJK Unified Ideographs' first 20,902 code points (U+4E00-U+9FA5: every common character),
+# and the step a round moves a character along them (a prime: every round its own mapping).
+_CJK_FIRST, _CJK_COUNT, _CJK_STEP = 0x4E00, 20902, 7919
+
+
+def shifted(text: str, number: int) -> str:
+    """`text` with each common CJK character moved `number` * 7,919 places along the block
+    (wrapping round), every other character kept: another round's texts differ from this one's
+    in nearly every character, while an edit of a text is still the same edit of its shift (a
+    typo, a cut, an added tag or emoji; not a traditional form, whose shift is not the shifted
+    simplified one's)."""
+    if not number:
+        return text
+    step = number * _CJK_STEP
+    return "".join(
+        chr(_CJK_FIRST + (ord(c) - _CJK_FIRST + step) % _CJK_COUNT)
+        if 0 <= ord(c) - _CJK_FIRST < _CJK_COUNT else c
+        for c in text)
+
+
 def repeated(lines: Sequence[bytes], records: int) -> list[bytes]:
-    """The JSONL stream `lines` repeated (`round_of`) until it holds `records` records (at
-    least the stream once)."""
+    """The JSONL stream `lines` repeated until it holds `records` records (at least the stream
+    once), round n with fresh ids (`-r<n>`: a repeat is not a replay) and `shifted` texts: each
+    round has the stream's duplicates among its own records and none of another round's."""
     base = [json.loads(line) for line in lines]
+    total = max(records, len(base))
     out: list[bytes] = []
     number = 0
-    while len(out) < max(records, len(base)):
-        out += (json.dumps(round_of(r, number), ensure_ascii=False).encode() for r in base)
+    while len(out) < total:
+        out += (json.dumps({**r, "id": f"{r['id']}-r{number}",
+                            "text": shifted(r["text"], number)}, ensure_ascii=False).encode()
+                for r in base)
         number += 1
-    return out[: max(records, len(base))]
+    return out[:total]
 
 
 def host_speed() -> str:

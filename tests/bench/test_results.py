@@ -25,13 +25,20 @@ def results():
 
 def test_a_repeated_stream_has_fresh_ids_and_each_round_its_own_texts(results) -> None:
     lines = [json.dumps({"id": f"m{n}", "text": t}, ensure_ascii=False).encode()
-             for n, t in enumerate(["好评", "差评", "好评"])]
+             for n, t in enumerate(["好评，推荐", "好评!推荐", "差评"])]
     out = [json.loads(line) for line in results.repeated(lines, 7)]
     assert len(out) == 7
     assert len({r["id"] for r in out}) == 7
-    assert [r["text"] for r in out[:3]] == ["好评", "差评", "好评"]  # round 0 as it is
-    assert out[3]["text"] == out[5]["text"] != out[0]["text"]  # a round's repeats are its own
-    assert out[3]["text"].startswith("好评") and out[6]["text"] != out[3]["text"]
+    assert [r["text"] for r in out[:3]] == ["好评，推荐", "好评!推荐", "差评"]  # round 0 as it is
+    first, second = out[3]["text"], out[4]["text"]
+    assert [c == d for c, d in zip(first, second, strict=True)] == [True, True, False, True, True]
+    assert not {c for r in out[3:6] for c in r["text"]} & set("好评推荐差")
+    assert out[6]["text"] not in (out[0]["text"], first)
+
+
+def test_a_shift_keeps_what_is_not_a_common_cjk_character(results) -> None:
+    assert results.shifted("A1，😀龥", 1) == "A1，😀" + chr(0x4E00 + 20901 + 7919 - 20902)
+    assert results.shifted("好", 0) == "好"
 
 
 def test_a_repeated_stream_holds_the_stream_once_at_least(results) -> None:
