@@ -14,7 +14,7 @@ own): phase 1 `--rounds` times (5), the guarantees taking turns, its figures the
 run ends with exactly_once's sustained median as a share of at_least_once's.
 
 1. Sustained throughput: the stream, repeated up to `--records` (700,000: over 20 s of input)
-   with fresh ids and each round's Chinese characters shifted, so that a round repeats none of
+   with fresh ids and each round's common characters shifted, so that a round repeats none of
    another's texts (`results.repeated`), is in a 6-partition topic first; the service (in this
    process, its engine where `--engine-process` puts it, as `engine.process` does for
    `stream-dedup run`) decides it from the first poll to the last commit. `--profile` runs this

@@ -6,6 +6,7 @@ figure without that line cannot be compared with another).
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import os
@@ -34,24 +35,34 @@ def round_of(record: dict[str, object], number: int) -> dict[str, object]:
     return {**record, "id": f"{record['id']}-r{number}", "text": marked}
 
 
-# The CJK Unified Ideographs' first 20,902 code points (U+4E00-U+9FA5: every common character),
-# and the step a round moves a character along them (a prime: every round its own mapping).
-_CJK_FIRST, _CJK_COUNT, _CJK_STEP = 0x4E00, 20902, 7919
+_COMMON_COUNT = 1000  # jieba corpus count from which a single character is a common one
+
+
+@functools.cache
+def _common_characters() -> str:
+    """The characters jieba's dictionary counts at least `_COMMON_COUNT` times as words of their
+    own (~4,000: the characters of everyday text), in code point order."""
+    import jieba
+
+    jieba.setLogLevel(60)
+    jieba.initialize()
+    return "".join(sorted(w for w, n in jieba.dt.FREQ.items()
+                          if len(w) == 1 and n >= _COMMON_COUNT and "\u4e00" <= w <= "\u9fff"))
 
 
 def shifted(text: str, number: int) -> str:
-    """`text` with each common CJK character moved `number` * 7,919 places along the block
-    (wrapping round), every other character kept: another round's texts differ from this one's
-    in nearly every character, while an edit of a text is still the same edit of its shift (a
-    typo, a cut, an added tag or emoji; not a traditional form, whose shift is not the shifted
-    simplified one's)."""
+    """`text` with each common character (`_common_characters`) replaced by the one `number` *
+    97 places after it in their list (wrapping round), every other character kept: another
+    round's texts differ from this one's in nearly every character and are still made of
+    everyday characters (which the word dictionary and tagger know), while an edit of a text is
+    still the same edit of its shift (a typo, a cut, an added tag or emoji; not a traditional
+    form, whose shift is not the shifted simplified one's)."""
     if not number:
         return text
-    step = number * _CJK_STEP
-    return "".join(
-        chr(_CJK_FIRST + (ord(c) - _CJK_FIRST + step) % _CJK_COUNT)
-        if 0 <= ord(c) - _CJK_FIRST < _CJK_COUNT else c
-        for c in text)
+    common = _common_characters()
+    step = number * 97
+    moved = {c: common[(i + step) % len(common)] for i, c in enumerate(common)}
+    return "".join(moved.get(c, c) for c in text)
 
 
 def repeated(lines: Sequence[bytes], records: int) -> list[bytes]:
