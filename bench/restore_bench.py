@@ -61,9 +61,7 @@ def messages(settings: Settings) -> Iterator[Message]:
     rounds = 0
     while True:
         for n, obj in enumerate(base):
-            raw = json.dumps({**obj, "id": f"{obj['id']}-r{rounds}",
-                              "text": obj["text"] + (f"（第{rounds}轮）" if rounds else "")},
-                             ensure_ascii=False).encode()
+            raw = json.dumps(results.round_of(obj, rounds), ensure_ascii=False).encode()
             msg = decode(raw, "bench", str(n), 1_700_000_000_000 + n, settings.input)
             if isinstance(msg, Message):
                 yield msg

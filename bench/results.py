@@ -6,6 +6,7 @@ figure without that line cannot be compared with another).
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import os
@@ -24,6 +25,60 @@ def dev_stream() -> Path:
     """The labelled dev stream named by STREAM_DEDUP_DEV_STREAM, else the shipped sample."""
     named = os.environ.get("STREAM_DEDUP_DEV_STREAM")
     return Path(named) if named else SAMPLE
+
+
+def round_of(record: dict[str, object], number: int) -> dict[str, object]:
+    """A stream's record as the `number`th repeat of the stream has it: a fresh id (a repeat is
+    not a replay of the same message) and its text marked by the round (round 0 as it is), so
+    one round's texts repeat no earlier round's and a round's duplicates are its own."""
+    marked = f"{record['text']}（第{number}轮）" if number else record["text"]
+    return {**record, "id": f"{record['id']}-r{number}", "text": marked}
+
+
+_COMMON_COUNT = 1000  # jieba corpus count from which a single character is a common one
+
+
+@functools.cache
+def _common_characters() -> str:
+    """The characters jieba's dictionary counts at least `_COMMON_COUNT` times as words of their
+    own (~4,000: the characters of everyday text), in code point order."""
+    import jieba
+
+    jieba.setLogLevel(60)
+    jieba.initialize()
+    return "".join(sorted(w for w, n in jieba.dt.FREQ.items()
+                          if len(w) == 1 and n >= _COMMON_COUNT and "\u4e00" <= w <= "\u9fff"))
+
+
+def shifted(text: str, number: int) -> str:
+    """`text` with each common character (`_common_characters`) replaced by the one `number` *
+    97 places after it in their list (wrapping round), every other character kept: another
+    round's texts differ from this one's in nearly every character and are still made of
+    everyday characters (which the word dictionary and tagger know), while an edit of a text is
+    still the same edit of its shift (a typo, a cut, an added tag or emoji; not a traditional
+    form, whose shift is not the shifted simplified one's)."""
+    if not number:
+        return text
+    common = _common_characters()
+    step = number * 97
+    moved = {c: common[(i + step) % len(common)] for i, c in enumerate(common)}
+    return "".join(moved.get(c, c) for c in text)
+
+
+def repeated(lines: Sequence[bytes], records: int) -> list[bytes]:
+    """The JSONL stream `lines` repeated until it holds `records` records (at least the stream
+    once), round n with fresh ids (`-r<n>`: a repeat is not a replay) and `shifted` texts: each
+    round has the stream's duplicates among its own records and none of another round's."""
+    base = [json.loads(line) for line in lines]
+    total = max(records, len(base))
+    out: list[bytes] = []
+    number = 0
+    while len(out) < total:
+        out += (json.dumps({**r, "id": f"{r['id']}-r{number}",
+                            "text": shifted(r["text"], number)}, ensure_ascii=False).encode()
+                for r in base)
+        number += 1
+    return out[:total]
 
 
 def host_speed() -> str:

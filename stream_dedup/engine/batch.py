@@ -37,7 +37,7 @@ from ..records import Decision, Message, Verdict
 from ..state import open_store
 from ..state.store import KVStore, WriteSet
 from . import fingerprint as fpr
-from . import meaning, mood, scope, verify
+from . import jit, meaning, mood, scope, verify
 from .exact import ExactStage, content_hash, exact_key, exact_value
 from .expiry import expire
 from .features import features
@@ -68,13 +68,16 @@ STAGES = ("normalize", "exact", "fingerprint", "index", "verify", "write")
 LOOKUPS_ONLY = ("anchors", "exact")
 
 
-def open_engine(settings: Settings, path: str) -> Engine:
+def open_engine(settings: Settings, path: str, warm: bool = True) -> Engine:
     """An engine on the configured state (`state.*`) at `path`; the store is closed again when
-    the engine cannot start on it."""
+    the engine cannot start on it. `warm`: load what the verification needs now (`warm_up`)."""
     st = settings.state
     store = open_store(st.backend, path, TABLES, st.block_cache_mb, st.sync_writes, LOOKUPS_ONLY)
     try:
-        return Engine(settings, store)
+        engine = Engine(settings, store)
+        if warm:
+            engine.warm_up()
+        return engine
     except BaseException:
         store.close()
         raise
@@ -115,9 +118,7 @@ class Engine(Snapshots):
         self.stats = EngineStats()
         self._normalizer = Normalizer(settings.normalize)
         self._strategy = make_strategy(settings.fingerprint)
-        if settings.verify.meaning_classes:
-            meaning.warm_up()
-        verify.warm_up()
+        jit.note_compiling()
         fpr.warm_up()
         self._layout = make_layout(
             settings.index.layout, settings.index.max_distance, settings.index.blocks
@@ -135,12 +136,25 @@ class Engine(Snapshots):
         covered = self.exact.restore()
         self.commonness, counted = self._restore_commonness(covered)
         self._rebuild(covered, counted)
-        # What the engine loaded lives as long as it does (the word dictionary: ~200k objects):
-        # out of the collector's sight, so a full collection does not walk it.
+        # What the engine loaded lives as long as it does: out of the collector's sight, so a
+        # full collection does not walk it.
         gc.freeze()
 
-    def close(self) -> None:
-        self.checkpoint()
+    def warm_up(self) -> None:
+        """Load what deciding a candidate pair needs (the compiled verification kernels, the
+        meaning check's language resources: about a second, and ~200 MB) now rather than in
+        the first batch that has a candidate: a service's first messages wait for no loading.
+        Without it they load when a batch first needs them, so a run that never compares two
+        texts never pays for them."""
+        if self.settings.verify.meaning_classes:
+            meaning.warm_up()
+        verify.warm_up()
+
+    def close(self, keep: bool = True) -> None:
+        """Checkpoint and close the state; `keep=False` for a state removed right after (a
+        file-mode run's temporary one): no snapshot is written that no one would read."""
+        if keep:
+            self.checkpoint()
         self.store.close()
 
     def normalize(self, texts: Sequence[str]) -> Normalized:

@@ -32,7 +32,7 @@ MAX_HASHES = 16
 MAX_BITS = 1 << 58
 
 _SNAPSHOT_MAGIC = b"SDBF"
-_SNAPSHOT_VERSION = 1
+_SNAPSHOT_VERSION = 2  # 2: the bits stored apart from the header
 # magic, version, bits_per_generation, hashes, generations, span_ms, has_newest, newest
 _HEADER = struct.Struct("<4sHQHIQ?q")
 
@@ -215,10 +215,11 @@ class RollingBloom:
         fill = np.bitwise_count(self._bits).sum(axis=1) / self.sizing.bits_per_generation
         return float(1.0 - np.prod(1.0 - fill**self.sizing.hashes))
 
-    def snapshot(self) -> bytes:
-        """Versioned header (layout and newest generation) followed by the bits, little-endian."""
+    def header(self) -> bytes:
+        """The snapshot's versioned header: layout and newest generation. The bits (`words`)
+        are stored apart, so a snapshot copies a slice of them at a time, never all at once."""
         s = self.sizing
-        header = _HEADER.pack(
+        return _HEADER.pack(
             _SNAPSHOT_MAGIC,
             _SNAPSHOT_VERSION,
             s.bits_per_generation,
@@ -228,18 +229,23 @@ class RollingBloom:
             self._newest is not None,
             self._newest or 0,
         )
-        return header + self._bits.astype("<u8", copy=False).tobytes()
+
+    def words(self) -> npt.NDArray[np.uint64]:
+        """The bits, one flat array of 64-bit words (a view: a restore fills it in place)."""
+        return self._bits.reshape(-1)
 
     @classmethod
-    def restore(cls, data: bytes, sizing: BloomSizing) -> Self:
-        """Rebuild from `snapshot()` output.
+    def restore(cls, header: bytes, sizing: BloomSizing) -> Self:
+        """An empty filter of `header`'s layout and newest generation, whose `words` the caller
+        fills.
 
-        Raises ValueError if the data is not a snapshot of this version or its layout differs
-        from `sizing` (the configuration changed): the caller then starts an empty filter.
+        Raises ValueError if the header is not one of this version or its layout differs from
+        `sizing` (the configuration changed): the caller then starts an empty filter.
         """
-        if len(data) < _HEADER.size:
-            raise ValueError(f"bloom snapshot too short: {len(data)} bytes")
-        magic, version, m, k, g, span_ms, has_newest, newest = _HEADER.unpack_from(data)
+        if len(header) != _HEADER.size:
+            raise ValueError(f"bloom snapshot header is {len(header)} bytes, expected "
+                             f"{_HEADER.size}")
+        magic, version, m, k, g, span_ms, has_newest, newest = _HEADER.unpack(header)
         if magic != _SNAPSHOT_MAGIC:
             raise ValueError("not a bloom snapshot: bad magic")
         if version != _SNAPSHOT_VERSION:
@@ -255,12 +261,7 @@ class RollingBloom:
                 f"hashes={sizing.hashes}, generations={sizing.generations}, "
                 f"span_ms={sizing.span_ms}"
             )
-        expected = _HEADER.size + g * (m // 64) * 8
-        if len(data) != expected:
-            raise ValueError(f"bloom snapshot is {len(data)} bytes, expected {expected}")
         bloom = cls(sizing)
-        words = np.frombuffer(data, dtype="<u8", offset=_HEADER.size)
-        bloom._bits[...] = words.reshape(g, m // 64)
         bloom._newest = newest if has_newest else None
         return bloom
 

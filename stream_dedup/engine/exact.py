@@ -9,6 +9,7 @@ anything is called a duplicate. A false positive costs one lookup and never drop
 from __future__ import annotations
 
 import struct
+import zlib
 
 import numpy as np
 import xxhash
@@ -17,8 +18,15 @@ from ..config import ExactSettings
 from ..state.store import KVStore, WriteSet
 from .bloom import BloomSizing, RollingBloom
 
-SNAPSHOT_KEY = b"bloom"
+SNAPSHOT_KEY = b"bloom"  # the seq covered, the bits' CRC-32 and the filter's header
+CHUNK_PREFIX = b"bloom/"  # + chunk number: the bits, a slice a key (an all-zero one absent)
+_CHUNK_WORDS = 1 << 19  # 4 MiB a chunk
 _U64 = struct.Struct(">Q")
+_HEAD = struct.Struct(">QI")  # seq covered, CRC-32 of the bits
+
+
+def chunk_key(number: int) -> bytes:
+    return CHUNK_PREFIX + struct.pack(">I", number)
 
 
 def text_hash(text: str) -> int:
@@ -58,19 +66,48 @@ class ExactStage:
         self.false_positives = 0
 
     def restore(self) -> int:
-        """Load the last snapshot; returns the seq up to which it is complete (0: none)."""
+        """Load the last snapshot; returns the seq up to which it is complete (0: none, or one
+        torn by a crash between its writes, or of another layout: rebuilt from the records)."""
         data = self._store.get_many("meta", [SNAPSHOT_KEY])[0]
-        if data is None:
+        if data is None or len(data) < _HEAD.size:
             return 0
-        covered = _U64.unpack_from(data)[0]
+        covered, crc = _HEAD.unpack_from(data)
         try:
-            self.bloom = RollingBloom.restore(data[8:], self.sizing)
+            bloom = RollingBloom.restore(data[_HEAD.size :], self.sizing)
         except ValueError:  # sized differently by an older config: rebuild from the records
             return 0
+        words, check = bloom.words(), 0
+        for number, start in enumerate(range(0, words.size, _CHUNK_WORDS)):
+            chunk = words[start : start + _CHUNK_WORDS]
+            stored = self._store.get_many("meta", [chunk_key(number)])[0]
+            if stored is not None:
+                if len(stored) != chunk.nbytes:
+                    return 0
+                chunk[...] = np.frombuffer(stored, "<u8")
+            check = zlib.crc32(chunk, check)
+        if check != crc:
+            return 0
+        self.bloom = bloom
         return covered
 
     def snapshot(self, covered_seq: int, writes: WriteSet) -> None:
-        writes.put("meta", SNAPSHOT_KEY, _U64.pack(covered_seq) + self.bloom.snapshot())
+        """Write the filter's bits a chunk a write (a copy of one chunk at a time, never of the
+        whole filter: ~86 MB at the default sizing), then put into `writes` the header with the
+        seq it covers and the bits' CRC, which `restore` checks: a snapshot torn by a crash
+        between its writes is not used."""
+        words, crc = self.bloom.words(), 0
+        for number, start in enumerate(range(0, words.size, _CHUNK_WORDS)):
+            chunk = words[start : start + _CHUNK_WORDS]
+            crc = zlib.crc32(chunk, crc)
+            one = WriteSet()
+            if chunk.any():
+                one.put("meta", chunk_key(number), chunk.astype("<u8", copy=False).tobytes())
+            else:  # never written: not copied
+                one.delete("meta", chunk_key(number))
+            self._store.write(one)
+        for key, _ in self._store.scan("meta", chunk_key(number + 1), chunk_key(2**32 - 1)):
+            writes.delete("meta", key)  # of a larger filter configured before
+        writes.put("meta", SNAPSHOT_KEY, _HEAD.pack(covered_seq, crc) + self.bloom.header())
 
     def maybe_seen(self, hashes: np.ndarray, ts_ms: np.ndarray) -> np.ndarray:
         """Bloom test-and-add; True where the hash may have been seen before (or earlier here)."""

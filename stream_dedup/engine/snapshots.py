@@ -12,15 +12,21 @@ from ..config import Settings
 from ..records import Decision, Verdict
 from ..state.store import KVStore, WriteSet
 from .commonness import Commonness
-from .exact import SNAPSHOT_KEY, ExactStage
+from .exact import CHUNK_PREFIX, SNAPSHOT_KEY, ExactStage
 from .stored import Doc, seq_key
 
 FORMAT_VERSION = 1
 _META_FORMAT = b"format"
 _META_COMMON = b"common"
 # Snapshots of what the state's records determine (the Bloom filter, the boilerplate sketch),
-# rebuilt from them when missing: caches, which a changelog of the state need not carry.
+# rebuilt from them when missing: caches, which a changelog of the state need not carry. The
+# Bloom filter's bits are under keys of their own (`CHUNK_PREFIX`).
 LOCAL_SNAPSHOTS = frozenset({("meta", SNAPSHOT_KEY), ("meta", _META_COMMON)})
+
+
+def local_only(cf: str, key: bytes) -> bool:
+    """Whether (cf, key) holds a snapshot, or a part of one."""
+    return (cf, key) in LOCAL_SNAPSHOTS or (cf == "meta" and key.startswith(CHUNK_PREFIX))
 
 
 class Snapshots:

@@ -34,7 +34,6 @@ from .health import MetricsServer, ReadyCheck, WsgiApp, serve
 
 VERDICTS = ("unique", "exact", "near", "dead_letter")
 ERROR_KINDS = ("produce", "commit", "broker", "dead_letter")
-FILE_TOPIC = "file"  # the `topic` label of records read by file mode (`stream-dedup dedup`)
 # A batch's time in one stage: from sub-millisecond (exact) to seconds (a large verify).
 STAGE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
                  10.0)

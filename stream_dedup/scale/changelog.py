@@ -79,7 +79,7 @@ from typing import Any, Protocol
 
 from kafka.errors import KafkaError, KafkaTimeoutError
 
-from ..engine.snapshots import LOCAL_SNAPSHOTS
+from ..engine.snapshots import local_only
 from ..engine.stored import TABLES
 from ..errors import ServiceError
 from ..kafka.retry import Backoff, GaveUp, TransactionAborted, is_retriable
@@ -99,7 +99,6 @@ class Producer(Protocol):
 
 
 _TAG = {cf: bytes([i]) for i, cf in enumerate(TABLES)}
-LOCAL_ONLY = LOCAL_SNAPSHOTS
 RESTORE_BATCH = 20_000  # records applied to the store per write while restoring
 FLUSH_SLICE_S = 1.0  # a flush waits in slices so that a shutdown request is noticed
 
@@ -120,8 +119,7 @@ def changelog_records(inner: KVStore, writes: WriteSet) -> list[tuple[bytes, byt
     those the write's own ops put there."""
     ops = [op for op in writes.ops if op[0] == "meta"] + [op for op in writes.ops
                                                            if op[0] != "meta"]
-    out = [(encode_key(cf, key), value) for cf, key, value in ops
-           if (cf, key) not in LOCAL_ONLY]
+    out = [(encode_key(cf, key), value) for cf, key, value in ops if not local_only(cf, key)]
     for cf, start, end in writes.ranges:  # applied after the ops, so they cut those too
         doomed = {key for key, _ in inner.scan(cf, start, end)}
         doomed.update(key for c, key, _ in writes.ops if c == cf and start <= key < end)

@@ -154,7 +154,9 @@ class PartitionEngines(ConsumerRebalanceListener):
                  report.records, report.bytes, report.seconds, report.start_offset,
                  report.end_offset)
         try:
-            return _Owned(Engine(self.settings, store), store)
+            engine = Engine(self.settings, store)
+            engine.warm_up()
+            return _Owned(engine, store)
         except BaseException:
             store.close()
             raise

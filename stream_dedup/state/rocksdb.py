@@ -54,6 +54,13 @@ _TEXTS = ("docs",)  # large values of similar text: larger blocks and a zstd dic
 _TEXT_BLOCK_BYTES = 16 * 1024
 _DICT_BYTES = 64 * 1024  # zstd dictionary of a file of `_TEXTS`, trained on 100 times that
 _REWRITTEN = ("meta",)  # whole values rewritten at every close: compacted then
+# Their write buffer: a snapshot (~86 MB of Bloom filter) written through a 64 MB memtable would
+# stay in memory until the close; through small ones it reaches the disk as it is written.
+_REWRITTEN_BUFFER = 8 << 20
+# ... compacted at a close only when they hold more than this (a snapshot: its old versions
+# would pile up otherwise); a close without one (a file run's temporary state) does not wait on
+# a compaction.
+_COMPACT_FROM = 1 << 20
 _INFO_LOGS = 1  # RocksDB's LOG, without a LOG.old.<time> per start
 _MEMTABLE_BLOOM_RATIO = 0.02  # of the write buffer: 1.3 MB for a 64 MB memtable
 _HASH_PREFIX = 8  # the first bytes of a key (all of a shorter one) pick its bucket
@@ -65,7 +72,7 @@ GET_CHUNK = 256
 
 
 def _options(cache: Cache, lookups_miss: bool = False, hashed: bool = False,
-             texts: bool = False) -> Options:
+             texts: bool = False, rewritten: bool = False) -> Options:
     table = BlockBasedOptions()
     table.set_block_cache(cache)
     if texts:
@@ -87,6 +94,8 @@ def _options(cache: Cache, lookups_miss: bool = False, hashed: bool = False,
     if hashed:
         opts.set_prefix_extractor(SliceTransform.create_max_len_prefix(_HASH_PREFIX))
         opts.set_memtable_factory(MemtableFactory.hash_link_list(_HASH_BUCKETS))
+    if rewritten:
+        opts.set_write_buffer_size(_REWRITTEN_BUFFER)
     if lookups_miss:
         opts.set_memtable_prefix_bloom_ratio(_MEMTABLE_BLOOM_RATIO)
         opts.set_memtable_whole_key_filtering(True)
@@ -109,7 +118,8 @@ class RocksStore:
         opts = _options(cache)
         try:
             self._db = Rdict(path, opts, column_families={
-                cf: _options(cache, cf in _MOSTLY_MISSED, cf in lookups_only, cf in _TEXTS)
+                cf: _options(cache, cf in _MOSTLY_MISSED, cf in lookups_only, cf in _TEXTS,
+                             cf in _REWRITTEN)
                 for cf in tables
             })
         except Exception as exc:  # rocksdict raises bare exceptions
@@ -163,12 +173,13 @@ class RocksStore:
         return directory_bytes(self.path)
 
     def close(self) -> None:
-        """Compact the tables rewritten at every close (`_REWRITTEN`), flush and release the
-        directory lock (column-family views hold the DB open too)."""
+        """Compact the tables rewritten at every close (`_REWRITTEN`) that hold a snapshot,
+        flush and release the directory lock (column-family views hold the DB open too)."""
         try:
             for name in _REWRITTEN:
-                if name in self._cfs:
-                    self._cfs[name].compact_range(None, None)
+                table = self._cfs.get(name)
+                if table is not None and _held_bytes(table) > _COMPACT_FROM:
+                    table.compact_range(None, None)
             for cf in self._cfs.values():
                 cf.close()
             self._db.close()
@@ -176,6 +187,12 @@ class RocksStore:
             raise StateError(f"closing the state in {self.path} failed: {exc}") from None
         self._cfs.clear()
         self._handles.clear()
+
+
+def _held_bytes(table: Rdict) -> int:
+    """Bytes a column family holds in memory and in its files."""
+    return (table.property_int_value("rocksdb.cur-size-all-mem-tables")
+            + table.property_int_value("rocksdb.total-sst-files-size"))
 
 
 def owner_only(path: str) -> None:

@@ -11,11 +11,12 @@ import pytest
 from kafka.errors import KafkaConnectionError, KafkaTimeoutError, MessageSizeTooLargeError
 
 from stream_dedup.config import Settings
+from stream_dedup.engine.exact import chunk_key
+from stream_dedup.engine.snapshots import LOCAL_SNAPSHOTS
 from stream_dedup.engine.stored import TABLES
 from stream_dedup.errors import ServiceError
 from stream_dedup.kafka.retry import Backoff, GaveUp
 from stream_dedup.scale.changelog import (
-    LOCAL_ONLY,
     ChangelogStore,
     decode_key,
     encode_key,
@@ -146,7 +147,7 @@ def test_meta_goes_first_and_the_bloom_snapshot_stays_local() -> None:
     store = ChangelogStore(MemoryStore(TABLES), producer, "cl", 0)
     w = WriteSet()
     w.put("docs", b"1", b"d")
-    for cf, key in LOCAL_ONLY:
+    for cf, key in (*LOCAL_SNAPSHOTS, ("meta", chunk_key(0)), ("meta", chunk_key(7))):
         w.put(cf, key, b"x" * (2 << 20))  # over Kafka's default 1 MB record limit
     w.put("meta", b"counters", b"c")
     store.write(w)

@@ -6,7 +6,9 @@ import pytest
 
 from stream_dedup.config import ExactSettings
 from stream_dedup.engine.exact import (
+    CHUNK_PREFIX,
     ExactStage,
+    chunk_key,
     content_hash,
     exact_key,
     exact_value,
@@ -63,6 +65,47 @@ def test_a_snapshot_restores_the_filter_and_the_seq_it_covers() -> None:
     assert again.maybe_seen(np.array([text_hash("好评")], np.uint64), ts).tolist() == [True]
     resized = stage(store, rate=50_000.0)  # sized by another configuration: rebuilt instead
     assert resized.restore() == 0
+
+
+def _snapshotted(store: MemoryStore, texts: list[str], rate: float) -> ExactStage:
+    exact = stage(store, rate)
+    hashes = np.array([text_hash(t) for t in texts], np.uint64)
+    exact.maybe_seen(hashes, np.full(len(texts), 1_700_000_000_000, np.int64))
+    writes = WriteSet()
+    exact.snapshot(9, writes)
+    store.write(writes)
+    return exact
+
+
+def test_a_snapshot_stores_only_the_chunks_with_bits_set() -> None:
+    store = MemoryStore(("meta", "exact"))
+    exact = _snapshotted(store, ["好评"], rate=50_000.0)  # ~20 chunks of bits
+    chunks = [key for key, _ in store.scan("meta", CHUNK_PREFIX, chunk_key(2**32 - 1))]
+    assert 1 <= len(chunks) <= exact.sizing.hashes < exact.bloom.words().nbytes >> 22
+    again = stage(store, rate=50_000.0)
+    assert again.restore() == 9
+    assert np.array_equal(again.bloom.words(), exact.bloom.words())
+
+
+def test_a_snapshot_torn_between_its_writes_is_not_used() -> None:
+    """A crash after some chunks of a new snapshot were written leaves the old header over
+    chunks of two snapshots: the CRC tells, and the filter is rebuilt from the records."""
+    store = MemoryStore(("meta", "exact"))
+    _snapshotted(store, ["好评"], rate=50_000.0)
+    key, value = next(iter(store.scan("meta", CHUNK_PREFIX, chunk_key(2**32 - 1))))
+    writes = WriteSet()
+    writes.put("meta", key, bytes(len(value) - 1) + b"\x01")  # as a newer snapshot's chunk
+    store.write(writes)
+    assert stage(store, rate=50_000.0).restore() == 0
+
+
+def test_the_chunks_of_a_larger_filter_configured_before_are_removed() -> None:
+    store = MemoryStore(("meta", "exact"))
+    writes = WriteSet()
+    writes.put("meta", chunk_key(10_000), b"old")
+    store.write(writes)
+    _snapshotted(store, ["好评"], rate=500.0)
+    assert store.get_many("meta", [chunk_key(10_000)]) == [None]
 
 
 def test_text_hash_is_part_of_the_stored_format() -> None:

@@ -96,3 +96,20 @@ def test_names_and_tokens_by_the_tagger(lex: Lexicon) -> None:
 def test_similar_shape_pairs_each_differing_character(lex: Lexicon) -> None:
     assert lex.similar_shape("未来", "末来") and lex.similar_shape("未", "未")
     assert not lex.similar_shape("未", "天") and not lex.similar_shape("未来", "末")
+
+
+@pytest.mark.parametrize("ch", ["a", "1", "。", "😀", "\U0002a6a5", "\ue000"])
+def test_a_character_outside_the_reading_table_reads_as_pypinyin_reads_it(
+    lex: Lexicon, ch: str
+) -> None:
+    every = pypinyin.pinyin(ch, heteronym=True, style=pypinyin.Style.NORMAL)[0]
+    assert lex.readings(ch) == frozenset(every)
+
+
+def test_the_tags_are_the_taggers_own(lex: Lexicon) -> None:
+    import jieba.posseg
+
+    assert lex.tags is jieba.posseg.dt.word_tag_tab
+    assert lex.tags == jieba.posseg.POSTokenizer(jieba.dt).word_tag_tab  # read from the file
+    assert [(t.word, t.flag) for t in jieba.posseg.cut("李明去了上海")][-1] == ("上海", "ns")
+

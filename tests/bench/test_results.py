@@ -1,0 +1,51 @@
+"""bench/results.py: the stream repeated for a longer input, with fresh ids and marked texts."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+
+@pytest.fixture(scope="module")
+def results():
+    sys.path.insert(0, str(BENCH))
+    try:
+        yield importlib.import_module("results")
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+def test_a_repeated_stream_has_fresh_ids_and_each_round_its_own_texts(results) -> None:
+    lines = [json.dumps({"id": f"m{n}", "text": t}, ensure_ascii=False).encode()
+             for n, t in enumerate(["好评，推荐", "好评!推荐", "差评"])]
+    out = [json.loads(line) for line in results.repeated(lines, 7)]
+    assert len(out) == 7
+    assert len({r["id"] for r in out}) == 7
+    assert [r["text"] for r in out[:3]] == ["好评，推荐", "好评!推荐", "差评"]  # round 0 as it is
+    first, second = out[3]["text"], out[4]["text"]
+    assert [c == d for c, d in zip(first, second, strict=True)] == [True, True, False, True, True]
+    common = results._common_characters()
+    for before, after in zip(out[:3], out[3:6], strict=True):  # every common character moved
+        assert all(c != d for c, d in zip(before["text"], after["text"], strict=True) if c in common)
+    assert out[6]["text"] not in (out[0]["text"], first)
+
+
+def test_a_shift_keeps_what_is_not_a_common_character(results) -> None:
+    common = results._common_characters()
+    assert "好" in common and "的" in common and "龥" not in common
+    assert results.shifted("A1，😀龥", 1) == "A1，😀龥"
+    assert results.shifted("好", 1) in common and results.shifted("好", 1) != "好"
+    assert results.shifted("好", 0) == "好"
+
+
+def test_a_repeated_stream_holds_the_stream_once_at_least(results) -> None:
+    lines = [b'{"id": "a", "text": "x"}', b'{"id": "b", "text": "y"}']
+    assert [json.loads(line)["id"] for line in results.repeated(lines, 1)] == ["a-r0", "b-r0"]
