@@ -41,7 +41,7 @@ from . import meaning, scope, verify
 from .exact import ExactStage, content_hash, exact_key, exact_value
 from .expiry import expire
 from .features import features
-from .index.layout import make_layout
+from .index.layout import configured_layout, index_capacity
 from .index.probe import AnchorQuery, BatchProbe
 from .normalize import Clauses, Normalized, Normalizer
 from .snapshots import Snapshots
@@ -119,9 +119,7 @@ class Engine(Snapshots):
             meaning.warm_up()
         verify.warm_up()
         fpr.warm_up()
-        self._layout = make_layout(
-            settings.index.layout, settings.index.max_distance, settings.index.blocks
-        )
+        self._layout = configured_layout(settings)
         self._window_ms = int(settings.window.seconds * 1000)
         self._weights = anchor_weights(settings.index.anchor_postings)
         # Called with each message id and the ids of its candidates, best first (a bench reads
@@ -130,6 +128,7 @@ class Engine(Snapshots):
         self._recent: dict[int, tuple[str, str, int, int]] = {}
         self.exact = ExactStage(settings.exact, settings.window.seconds, store)
         self._check_format()
+        self._check_layout(self._layout, index_capacity(settings))
         counters = store.get_many("meta", [_META_COUNTERS])[0]
         self._next_seq, self._max_ts = struct.unpack(">Qq", counters) if counters else (1, 0)
         covered = self.exact.restore()
