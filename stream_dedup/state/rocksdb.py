@@ -30,17 +30,19 @@ from __future__ import annotations
 import logging
 import os
 import stat
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 
 from rocksdict import (
     BlockBasedOptions,
     Cache,
     DBCompressionType,
+    IngestExternalFileOptions,
     MemtableFactory,
     Options,
     Rdict,
     ReadOptions,
     SliceTransform,
+    SstFileWriter,
     WriteBatch,
     WriteOptions,
 )
@@ -107,11 +109,10 @@ class RocksStore:
         owner_only(path)
         cache = Cache(block_cache_mb << 20)
         opts = _options(cache)
+        self._cf_opts = {cf: _options(cache, cf in _MOSTLY_MISSED, cf in lookups_only,
+                                      cf in _TEXTS) for cf in tables}
         try:
-            self._db = Rdict(path, opts, column_families={
-                cf: _options(cache, cf in _MOSTLY_MISSED, cf in lookups_only, cf in _TEXTS)
-                for cf in tables
-            })
+            self._db = Rdict(path, opts, column_families=self._cf_opts)
         except Exception as exc:  # rocksdict raises bare exceptions
             text = str(exc)
             if "lock" in text.lower():
@@ -158,6 +159,31 @@ class RocksStore:
             self._db.write(batch, self._write_opts)
         except Exception as exc:
             raise StateError(f"state write failed in {self.path}: {exc}") from None
+
+    def ingest(self, cf: str, items: Iterable[tuple[bytes, bytes]]) -> int:
+        """Write the items into an SST file in the state directory and move it into the table:
+        no memtable, no log, no compaction of each write (RocksDB's bulk load; the keys must
+        ascend, and ingesting keys the table holds replaces their values)."""
+        sst = os.path.join(self.path, f"ingest-{cf}.sst")
+        count = 0
+        try:
+            writer = SstFileWriter(self._cf_opts[cf])
+            writer.open(sst)
+            for key, value in items:
+                writer[key] = value
+                count += 1
+            if not count:
+                return 0
+            writer.finish()
+            opts = IngestExternalFileOptions()
+            opts.set_move_files(True)
+            self._cfs[cf].ingest_external_file([sst], opts)
+        except Exception as exc:
+            raise StateError(f"bulk load into {self.path}/{cf} failed: {exc}") from None
+        finally:
+            if os.path.exists(sst):
+                os.remove(sst)
+        return count
 
     def disk_bytes(self) -> int:
         return directory_bytes(self.path)

@@ -1,0 +1,59 @@
+"""Bulk load of the block tables: the same buckets, entry for entry, as the batch insert leaves,
+through the in-memory store and RocksDB's SST ingestion alike."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stream_dedup.engine.index import bulk
+from stream_dedup.engine.index.layout import Layout
+from stream_dedup.engine.index.probe import AnchorQuery, BatchProbe
+from stream_dedup.engine.stored import TABLES
+from stream_dedup.state import MemoryStore, open_store
+from stream_dedup.state.store import KVStore, WriteSet
+
+pytestmark = pytest.mark.unit
+
+
+def batch_inserted(layout: Layout, fps: np.ndarray, batch: int) -> MemoryStore:
+    store = MemoryStore(TABLES)
+    for start in range(0, len(fps), batch):
+        part = fps[start : start + batch]
+        seqs = np.arange(start, start + len(part), dtype=np.uint64)
+        none = AnchorQuery([np.zeros(0, np.uint64)] * len(part), np.zeros((len(part), 1), int),
+                           np.ones((len(part), 1), int), np.ones(2, int))
+        probe = BatchProbe(store, layout, postings=1, stored=0)
+        probe.run(part, seqs, none, 64, 1)
+        writes = WriteSet()
+        probe.stage(writes)
+        store.write(writes)
+    return store
+
+
+def buckets(store: KVStore) -> list[tuple[bytes, bytes]]:
+    return list(store.scan("blocks", b"", b"\xff" * 16))
+
+
+@pytest.mark.parametrize("layout", [Layout.blocks(3), Layout.sized(3, 10**8)])
+def test_bulk_load_leaves_the_buckets_the_batch_insert_leaves(layout: Layout,
+                                                              monkeypatch: pytest.MonkeyPatch,
+                                                              tmp_path: Path) -> None:
+    monkeypatch.setattr(bulk, "SLICE", 7)  # buckets cut across slices are kept whole
+    rng = np.random.default_rng(3)
+    base = rng.integers(0, 2**64, 40, dtype=np.uint64)
+    fps = np.concatenate([base, base ^ np.uint64(1), base[:10]])  # shared buckets
+    want = buckets(batch_inserted(layout, fps, 16))
+    seqs = np.arange(len(fps), dtype=np.uint64)
+    progress: list[int] = []
+    memory = MemoryStore(TABLES)
+    assert bulk.load(memory, layout, fps, seqs, progress.append) == len(want)
+    assert buckets(memory) == want
+    assert progress[-1] == len(layout.tables) * len(fps)
+    rocks = open_store("rocksdb", str(tmp_path / "state"), TABLES)
+    try:
+        bulk.load(rocks, layout, fps, seqs)
+        assert buckets(rocks) == want
+        assert not list(tmp_path.glob("state/ingest-*"))
+    finally:
+        rocks.close()
