@@ -10,7 +10,7 @@ from stream_dedup.engine.index import bulk
 from stream_dedup.engine.index.layout import Layout
 from stream_dedup.engine.index.probe import AnchorQuery, BatchProbe
 from stream_dedup.engine.stored import TABLES
-from stream_dedup.state import MemoryStore, open_store
+from stream_dedup.state import MemoryStore, open_store, rocksdb
 from stream_dedup.state.store import KVStore, WriteSet
 
 pytestmark = pytest.mark.unit
@@ -40,6 +40,7 @@ def test_bulk_load_leaves_the_buckets_the_batch_insert_leaves(layout: Layout,
                                                               monkeypatch: pytest.MonkeyPatch,
                                                               tmp_path: Path) -> None:
     monkeypatch.setattr(bulk, "SLICE", 7)  # buckets cut across slices are kept whole
+    monkeypatch.setattr(rocksdb, "INGEST_FILE_KEYS", 50)  # several files ingested together
     rng = np.random.default_rng(3)
     base = rng.integers(0, 2**64, 40, dtype=np.uint64)
     fps = np.concatenate([base, base ^ np.uint64(1), base[:10]])  # shared buckets
