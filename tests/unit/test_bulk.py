@@ -43,12 +43,14 @@ def test_bulk_load_leaves_the_buckets_the_batch_insert_leaves(layout: Layout,
     monkeypatch.setattr(rocksdb, "INGEST_FILE_KEYS", 50)  # several files ingested together
     rng = np.random.default_rng(3)
     base = rng.integers(0, 2**64, 40, dtype=np.uint64)
-    fps = np.concatenate([base, base ^ np.uint64(1), base[:10]])  # shared buckets
+    # Shared buckets, and one bucket of every table past two chunks.
+    fps = np.concatenate([base, base ^ np.uint64(1), base[:10], base[:1].repeat(150)])
     want = buckets(batch_inserted(layout, fps, 16))
     seqs = np.arange(len(fps), dtype=np.uint64)
     progress: list[int] = []
     memory = MemoryStore(TABLES)
     assert bulk.load(memory, layout, fps, seqs, progress.append) == len(want)
+    assert sum(len(key) == 13 for key, _ in want) == 2 * len(layout.tables)  # sealed chunks
     assert buckets(memory) == want
     assert progress[-1] == len(layout.tables) * len(fps)
     rocks = open_store("rocksdb", str(tmp_path / "state"), TABLES)

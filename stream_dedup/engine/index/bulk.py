@@ -1,8 +1,9 @@
 """Bulk load of the block tables: a window of history written as sorted SST files and ingested
 (`KVStore.ingest`), instead of one read and rewrite of every touched bucket a batch.
 
-Each table's fingerprints are sorted by their bucket key once, and every bucket becomes one
-value, its entries in seq order, as the batch insert would have left it. The work is a sort and
+Each table's fingerprints are sorted by their bucket key once, and every bucket becomes its
+value (and sealed chunks, `chunks`), entries in seq order, as the batch insert would have left
+it. The work is a sort and
 a sequential write, so a window of tens of millions of messages loads in minutes; memory is a
 slice of one table at a time.
 """
@@ -16,10 +17,12 @@ import numpy as np
 
 from ...state.store import KVStore
 from ..fingerprint import run_starts
+from .chunks import CHUNK, seal
 from .layout import Layout
 from .tables import ENTRY, bucket_keys
 
 SLICE = 1 << 21  # entries of one table cut into values at a time
+CHUNK_BYTES = CHUNK * ENTRY.itemsize
 
 
 def load(store: KVStore, layout: Layout, fps: np.ndarray, seqs: np.ndarray,
@@ -51,6 +54,10 @@ def _buckets(layout: Layout, fps: np.ndarray, seqs: np.ndarray,
             names = bucket_keys(t, keys[start:stop][firsts])
             data = entries.tobytes()
             bounds = [*(firsts * ENTRY.itemsize).tolist(), len(data)]
-            yield from zip(names, (data[a:b] for a, b in pairwise(bounds)), strict=True)
+            for name, (a, b) in zip(names, pairwise(bounds), strict=True):
+                if b - a > CHUNK_BYTES:
+                    yield from seal(name, data[a:b], None)
+                else:
+                    yield name, data[a:b]
             if progress is not None:
                 progress(t * len(fps) + stop)
