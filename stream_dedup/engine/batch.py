@@ -59,7 +59,7 @@ from .verdict import (
     unique,
 )
 
-_META_COUNTERS = b"counters"
+META_COUNTERS = b"counters"
 STAGES = ("normalize", "exact", "fingerprint", "index", "verify", "write")
 # Tables the engine (and its expiry) reads by key only, never by range, whose keys differ in
 # their first 8 bytes (hashes): its store may keep them in hash memtables (`state.open_store`).
@@ -129,7 +129,7 @@ class Engine(Snapshots):
         self.exact = ExactStage(settings.exact, settings.window.seconds, store)
         self._check_format()
         self._check_layout(self._layout, index_capacity(settings))
-        counters = store.get_many("meta", [_META_COUNTERS])[0]
+        counters = store.get_many("meta", [META_COUNTERS])[0]
         self._next_seq, self._max_ts = struct.unpack(">Qq", counters) if counters else (1, 0)
         covered = self.exact.restore()
         self.commonness, counted = self._restore_commonness(covered)
@@ -384,7 +384,7 @@ class Engine(Snapshots):
                 ops.append(("exact", exact_key(p.hash), exact_value(p.seq, m.id)))
         if fresh:
             self._max_ts = max(self._max_ts, max(p.msg.timestamp_ms for p in fresh))
-        writes.put("meta", _META_COUNTERS, struct.pack(">Qq", self._next_seq, self._max_ts))
+        writes.put("meta", META_COUNTERS, struct.pack(">Qq", self._next_seq, self._max_ts))
         self.store.write(writes)
 
 
