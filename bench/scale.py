@@ -4,7 +4,7 @@
                           [--near 200000] [--capacity N] [--layout auto|blocks|permuted]
 
 At each size, in a fresh state whose layout is sized to the size (or to `--capacity`):
-* fingerprints: random ones, plus `--near` edited copies of the shipped sample stream's texts
+* fingerprints: random ones, plus `--near` edited copies of the shipped streams' texts
   (one to three characters deleted, inserted or replaced, fingerprinted by the engine's
   strategy), so the buckets hold real near-duplicate clusters, not only the random floor;
 * fill: all but the last `--inserts` through the bulk load (sorted SST files ingested, a
@@ -49,9 +49,11 @@ HEADER = ("stored", "layout", "queries", "µs/query", "entries compared/query",
 
 
 def corpus_texts() -> list[str]:
-    """The distinct normalized texts of the shipped sample stream."""
-    with gzip.open(results.SAMPLE, "rt", encoding="utf-8") as f:
-        texts = [json.loads(line)["text"] for line in f if line.strip()]
+    """The distinct normalized texts of the shipped streams (the sample and bench/data)."""
+    texts = []
+    for path in [results.SAMPLE, *sorted(Path(__file__).parent.glob("data/*.jsonl.gz"))]:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            texts += [json.loads(line)["text"] for line in f if line.strip()]
     normalized = Normalizer(SETTINGS.normalize).with_clauses(texts)[0]
     return sorted({t for t in normalized if len(t) >= 8})
 
@@ -178,7 +180,7 @@ def main() -> None:
     parser.add_argument("--inserts", type=int, default=100_000,
                         help="the last fingerprints, inserted through the engine's batch insert")
     parser.add_argument("--near", type=int, default=200_000,
-                        help="edited copies of the sample's texts among the stored fingerprints")
+                        help="edited copies of shipped texts among the stored fingerprints")
     parser.add_argument("--capacity", type=int, default=0,
                         help="size the layout for this many (default: each size)")
     parser.add_argument("--layout", default="auto", choices=["auto", "blocks", "permuted"])
@@ -194,7 +196,7 @@ def main() -> None:
     results.write("index-scale", (
         f"k = {args.k}; layout {args.layout}, sized to "
         f"{'each size' if not args.capacity else f'{args.capacity:,}'}. Stored: random "
-        f"fingerprints plus {args.near:,} edited copies of {len(texts):,} sample texts; all but "
+        f"fingerprints plus {args.near:,} edited copies of {len(texts):,} shipped texts; all but "
         f"the last {args.inserts:,} bulk-loaded, those through the batch insert "
         f"({SETTINGS.engine.batch_size:,} a batch). {args.queries:,} queries of each kind.\n\n"
         + results.table(rows, HEADER)))
