@@ -4,12 +4,12 @@ besides what it adds."""
 
 import numpy as np
 import pytest
+from block_inserts import insert
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stream_dedup.engine.index.chunks import CHUNK, read_buckets
 from stream_dedup.engine.index.layout import Layout
-from stream_dedup.engine.index.probe import AnchorQuery, BatchProbe
 from stream_dedup.engine.index.tables import ENTRY, bucket_keys, remove_entries
 from stream_dedup.engine.stored import TABLES
 from stream_dedup.state import MemoryStore
@@ -24,18 +24,6 @@ STEP = st.one_of(st.tuples(st.just("insert"), st.lists(st.integers(0, 2), min_si
                  st.tuples(st.just("expire"), st.integers(0, 200)))
 
 
-def insert(store: MemoryStore, fps: np.ndarray, seqs: np.ndarray) -> WriteSet:
-    n = len(fps)
-    none = AnchorQuery([np.zeros(0, np.uint64)] * n, np.zeros((n, 1), int),
-                       np.ones((n, 1), int), np.ones(2, int))
-    probe = BatchProbe(store, LAYOUT, postings=1, stored=0)
-    probe.run(fps, seqs, none, 64, 1)
-    writes = WriteSet()
-    probe.stage(writes)
-    store.write(writes)
-    return writes
-
-
 @settings(max_examples=80, deadline=None)
 @given(steps=st.lists(STEP, min_size=1, max_size=12))
 def test_chunked_buckets_hold_the_live_entries(steps: list[tuple[str, object]]) -> None:
@@ -46,7 +34,7 @@ def test_chunked_buckets_hold_the_live_entries(steps: list[tuple[str, object]]) 
         if kind == "insert":
             fps = POOL[np.array(arg)]
             seqs = np.arange(next_seq, next_seq + len(fps), dtype=np.uint64)
-            writes = insert(store, fps, seqs)
+            writes = insert(store, LAYOUT, fps, seqs)
             for _, _, value in writes.ops:  # a chunk at most besides the batch's own entries
                 assert len(value) <= (CHUNK + 1 + len(fps)) * ENTRY.itemsize
             live += list(zip(fps.tolist(), seqs.tolist(), strict=True))

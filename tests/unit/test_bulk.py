@@ -5,13 +5,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from block_inserts import insert
 
 from stream_dedup.engine.index import bulk
 from stream_dedup.engine.index.layout import Layout
-from stream_dedup.engine.index.probe import AnchorQuery, BatchProbe
 from stream_dedup.engine.stored import TABLES
 from stream_dedup.state import MemoryStore, open_store, rocksdb
-from stream_dedup.state.store import KVStore, WriteSet
+from stream_dedup.state.store import KVStore
 
 pytestmark = pytest.mark.unit
 
@@ -20,14 +20,7 @@ def batch_inserted(layout: Layout, fps: np.ndarray, batch: int) -> MemoryStore:
     store = MemoryStore(TABLES)
     for start in range(0, len(fps), batch):
         part = fps[start : start + batch]
-        seqs = np.arange(start, start + len(part), dtype=np.uint64)
-        none = AnchorQuery([np.zeros(0, np.uint64)] * len(part), np.zeros((len(part), 1), int),
-                           np.ones((len(part), 1), int), np.ones(2, int))
-        probe = BatchProbe(store, layout, postings=1, stored=0)
-        probe.run(part, seqs, none, 64, 1)
-        writes = WriteSet()
-        probe.stage(writes)
-        store.write(writes)
+        insert(store, layout, part, np.arange(start, start + len(part), dtype=np.uint64))
     return store
 
 
