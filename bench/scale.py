@@ -2,6 +2,7 @@
 
     python bench/scale.py [--sizes 1000000 10000000] [--queries 20000] [--inserts 100000]
                           [--near 200000] [--capacity N] [--layout auto|blocks|permuted]
+                          [--name NAME]
 
 At each size, in a fresh state whose layout is sized to the size (or to `--capacity`):
 * fingerprints: random ones, plus `--near` edited copies of the shipped streams' texts
@@ -15,7 +16,7 @@ At each size, in a fresh state whose layout is sized to the size (or to `--capac
   queries), through the batch probe (their inserts dropped): µs a query and bucket entries
   compared a query;
 * resident memory now and at its peak, state bytes a stored fingerprint (after close).
-Writes bench/results/index-scale.md.
+Writes bench/results/index-scale.md (`--name`).
 """
 
 from __future__ import annotations
@@ -142,7 +143,8 @@ def rss_mib() -> tuple[float, float]:
 def measure(size: int, args: argparse.Namespace, texts: list[str], state: str,
             rng: np.random.Generator) -> list[tuple[object, ...]]:
     layout = make_layout(args.layout, args.k, capacity=args.capacity or size)
-    name = f"{len(layout.tables)} tables of {layout.key_bits(0)}-bit keys"
+    bits = sorted({layout.key_bits(t) for t in range(len(layout.tables))})
+    name = f"{len(layout.tables)} tables of {'-'.join(map(str, bits))}-bit keys"
     print(f"{size:,}: {layout.describe(args.capacity or size)}", flush=True)
     near = min(args.near, size)
     fps = np.concatenate([rng.integers(0, 2**64, size - near, dtype=np.uint64),
@@ -186,6 +188,8 @@ def main() -> None:
     parser.add_argument("--layout", default="auto", choices=["auto", "blocks", "permuted"])
     parser.add_argument("--k", type=int, default=SETTINGS.index.max_distance)
     parser.add_argument("--state", help="directory for the states (default: a temporary one)")
+    parser.add_argument("--name", default="index-scale",
+                        help="results file, bench/results/NAME.md (a long run of its own)")
     args = parser.parse_args()
     rng = np.random.default_rng(7)
     texts = corpus_texts()
@@ -193,7 +197,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="stream-dedup-scale-", dir=args.state) as tmp:
         for size in sorted(args.sizes):
             rows += measure(size, args, texts, str(Path(tmp) / f"state-{size}"), rng)
-    results.write("index-scale", (
+    results.write(args.name, (
         f"k = {args.k}; layout {args.layout}, sized to "
         f"{'each size' if not args.capacity else f'{args.capacity:,}'}. Stored: random "
         f"fingerprints plus {args.near:,} edited copies of {len(texts):,} shipped texts; all but "
