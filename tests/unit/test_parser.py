@@ -19,7 +19,7 @@ def _help(argv: list[str], capsys) -> str:
     return capsys.readouterr().out
 
 
-COMMANDS = [["dedup"], ["check"], ["eval"], ["fit"], ["audit"], ["run"], ["produce"],
+COMMANDS = [["dedup"], ["bulk-load"], ["check"], ["eval"], ["fit"], ["audit"], ["run"], ["produce"],
             ["topics"], ["topics", "create"], ["stage"], ["demo"]]
 
 
