@@ -65,7 +65,7 @@ def _usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
 # Each command with the arguments it requires, so that the unknown option is the one error.
 REQUIRED = {"check": ["a", "b"], "eval": ["in.jsonl"], "fit": ["in.jsonl", "-o", "s.json"],
             "audit": ["in.jsonl"], "produce": ["in.jsonl"], "topics": ["create"],
-            "stage": ["index"]}
+            "stage": ["index"], "bulk-load": ["in.jsonl", "--state", "dir"]}
 
 
 @pytest.mark.parametrize("argv", COMMANDS, ids=" ".join)
