@@ -45,6 +45,7 @@ from stream_dedup.state import WriteSet, open_store
 from stream_dedup.state.rocksdb import directory_bytes
 
 SETTINGS = Settings()
+INDEX_BLOCK_KB = 1  # `state.index_block_kb` for tables far larger than the block cache
 HEADER = ("stored", "layout", "queries", "µs/query", "entries compared/query",
           "insert µs/msg", "RSS MiB", "peak RSS MiB", "state B/fingerprint")
 
@@ -150,7 +151,8 @@ def measure(size: int, args: argparse.Namespace, texts: list[str], state: str,
     fps = np.concatenate([rng.integers(0, 2**64, size - near, dtype=np.uint64),
                           edited(texts, near, rng)])
     rng.shuffle(fps)
-    store = open_store("rocksdb", state, TABLES, lookups_only=LOOKUPS_ONLY)
+    store = open_store("rocksdb", state, TABLES, lookups_only=LOOKUPS_ONLY,
+                       index_block_kb=INDEX_BLOCK_KB)
     loaded = size - min(args.inserts, size)
     bar = Bar("bulk load", loaded * len(layout.tables))
     began = time.perf_counter()
@@ -202,7 +204,9 @@ def main() -> None:
         f"{'each size' if not args.capacity else f'{args.capacity:,}'}. Stored: random "
         f"fingerprints plus {args.near:,} edited copies of {len(texts):,} shipped texts; all but "
         f"the last {args.inserts:,} bulk-loaded, those through the batch insert "
-        f"({SETTINGS.engine.batch_size:,} a batch). {args.queries:,} queries of each kind.\n\n"
+        f"({SETTINGS.engine.batch_size:,} a batch). {args.queries:,} queries of each kind. "
+        f"state.block_cache_mb {SETTINGS.state.block_cache_mb}, state.index_block_kb "
+        f"{INDEX_BLOCK_KB}.\n\n"
         + results.table(rows, HEADER)))
 
 

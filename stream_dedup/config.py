@@ -160,6 +160,9 @@ class StateSettings:
     path: str = "state"
     backend: Literal["rocksdb", "memory"] = "rocksdb"
     block_cache_mb: int = 256
+    # RocksDB block size of the block tables, KiB: 1 when they are far larger than the block
+    # cache (a lookup reads and inflates one block: ~3x cheaper, ~2% more state than 4).
+    index_block_kb: int = 4
     sync_writes: bool = False  # fsync per batch; the WAL survives a process crash without it
 
 

@@ -17,7 +17,8 @@ from .file_mode import Progress, _batches, _progress_total, _records
 
 def cmd_bulk_load(args: argparse.Namespace, settings: Settings) -> int:
     st = settings.state
-    store = open_store("rocksdb", args.state, TABLES, st.block_cache_mb, False, LOOKUPS_ONLY)
+    store = open_store("rocksdb", args.state, TABLES, st.block_cache_mb, False, LOOKUPS_ONLY,
+                       st.index_block_kb)
     started = time.perf_counter()
     try:
         preload = Preload(settings, store)

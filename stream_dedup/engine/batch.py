@@ -72,7 +72,8 @@ def open_engine(settings: Settings, path: str) -> Engine:
     """An engine on the configured state (`state.*`) at `path`; the store is closed again when
     the engine cannot start on it."""
     st = settings.state
-    store = open_store(st.backend, path, TABLES, st.block_cache_mb, st.sync_writes, LOOKUPS_ONLY)
+    store = open_store(st.backend, path, TABLES, st.block_cache_mb, st.sync_writes, LOOKUPS_ONLY,
+                       st.index_block_kb)
     try:
         return Engine(settings, store)
     except BaseException:
