@@ -1,107 +1,213 @@
-"""Scale of the block tables: fill RocksDB with up to 10M fingerprints and measure queries.
+"""Scale of the block tables: fill a RocksDB state to each size and measure inserts and queries.
 
-    python bench/scale.py [--sizes 100000 1000000 10000000] [--queries 20000] [--state DIR]
+    python bench/scale.py [--sizes 1000000 10000000] [--queries 20000] [--inserts 100000]
+                          [--near 200000] [--capacity N] [--layout auto|blocks|permuted]
+                          [--name NAME]
 
-At each size it prints the per-query cost (the engine's batch probe: one multi-get of every
-table's bucket plus the XOR/popcount over what comes back), candidates per query (bucket entries
-compared), resident memory and
-state bytes per stored fingerprint. Fingerprints are random: candidates are the layout's floor,
-T * N / 2^b. Filling writes every bucket once per step (the batch insert with a large batch).
+At each size, in a fresh state whose layout is sized to the size (or to `--capacity`):
+* fingerprints: random ones, plus `--near` edited copies of the shipped streams' texts
+  (one to three characters deleted, inserted or replaced, fingerprinted by the engine's
+  strategy), so the buckets hold real near-duplicate clusters, not only the random floor;
+* fill: all but the last `--inserts` through the bulk load (sorted SST files ingested, a
+  progress line on stderr), the last ones through the engine's batch insert (`BatchProbe`: one
+  multi-get, the query, the appended buckets written), `engine.batch_size` at a time: insert
+  µs a message;
+* queries: random fingerprints, and fresh edited copies of the same texts (near-duplicate
+  queries), through the batch probe (their inserts dropped): µs a query and bucket entries
+  compared a query;
+* resident memory now and at its peak, state bytes a stored fingerprint (after close).
+Writes bench/results/index-scale.md (`--name`).
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
 import resource
+import sys
 import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import results
 
 from stream_dedup.config import Settings
 from stream_dedup.engine.batch import LOOKUPS_ONLY
-from stream_dedup.engine.index.layout import make_layout
+from stream_dedup.engine.index import bulk
+from stream_dedup.engine.index.layout import Layout, make_layout
 from stream_dedup.engine.index.probe import AnchorQuery, BatchProbe
-from stream_dedup.engine.index.tables import ENTRY, bucket_key
+from stream_dedup.engine.normalize import Normalizer
 from stream_dedup.engine.stored import TABLES
+from stream_dedup.engine.strategies import make_strategy
 from stream_dedup.state import WriteSet, open_store
+from stream_dedup.state.rocksdb import directory_bytes
+
+SETTINGS = Settings()
+INDEX_BLOCK_KB = 1  # `state.index_block_kb` for tables far larger than the block cache
+HEADER = ("stored", "layout", "queries", "µs/query", "entries compared/query",
+          "insert µs/msg", "RSS MiB", "peak RSS MiB", "state B/fingerprint")
 
 
-def fill(store, layout, fps: np.ndarray, seqs: np.ndarray, chunk: int = 2_000_000) -> None:
-    """Append entries to their buckets, one read and one write per touched bucket per chunk."""
-    for start in range(0, len(fps), chunk):
-        f, s = fps[start : start + chunk], seqs[start : start + chunk]
-        keys = layout.keys(f)
-        for t in range(len(layout.tables)):
-            order = np.argsort(keys[t], kind="stable")
-            k, entries = keys[t][order], np.empty(len(order), dtype=ENTRY)
-            entries["fp"], entries["seq"] = f[order], s[order]
-            cuts = np.flatnonzero(np.diff(k)) + 1
-            starts = np.r_[0, cuts]
-            names = [bucket_key(t, int(k[i])) for i in starts]
-            old = store.get_many("blocks", names)
-            writes = WriteSet()
-            for name, prev, part in zip(names, old, np.split(entries, cuts), strict=True):
-                writes.put("blocks", name, (prev or b"") + part.tobytes())
-            store.write(writes)
-        print(f"  filled {start + len(f):,}", flush=True)
+def corpus_texts() -> list[str]:
+    """The distinct normalized texts of the shipped streams (the sample and bench/data)."""
+    texts = []
+    for path in [results.SAMPLE, *sorted(Path(__file__).parent.glob("data/*.jsonl.gz"))]:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            texts += [json.loads(line)["text"] for line in f if line.strip()]
+    normalized = Normalizer(SETTINGS.normalize).with_clauses(texts)[0]
+    return sorted({t for t in normalized if len(t) >= 8})
 
 
-def query(store, layout, fps: np.ndarray, batch: int = 1000) -> tuple[float, float]:
-    """Seconds per query and bucket entries compared per query, through the engine's batch probe
-    with the default settings (its staged inserts are dropped: the state does not change)."""
-    index = Settings().index
-    candidates = 0
-    no_anchors = [np.zeros(0, np.uint64)] * batch
+def edited(texts: list[str], count: int, rng: np.random.Generator) -> np.ndarray:
+    """Fingerprints of `count` copies of random texts, each with one to three characters
+    deleted, inserted (a character of the same text) or replaced."""
+    strategy = make_strategy(SETTINGS.fingerprint)
+    out = []
+    for start in range(0, count, 20_000):
+        copies = []
+        for i in rng.integers(0, len(texts), min(20_000, count - start)).tolist():
+            chars = list(texts[i])
+            for _ in range(int(rng.integers(1, 4))):
+                at, kind = int(rng.integers(0, len(chars))), int(rng.integers(0, 3))
+                if kind == 0 and len(chars) > 2:
+                    del chars[at]
+                elif kind == 1:
+                    chars.insert(at, chars[int(rng.integers(0, len(chars)))])
+                else:
+                    chars[at] = chars[int(rng.integers(0, len(chars)))]
+            copies.append("".join(chars))
+        fps, owner = strategy(copies)
+        out.append(fps[np.r_[True, owner[1:] != owner[:-1]]])  # each copy's first row
+    return np.concatenate(out)[:count]
+
+
+class Bar:
+    """A progress line on stderr, redrawn in place."""
+
+    def __init__(self, label: str, total: int) -> None:
+        self.label, self.total, self.started = label, total, time.perf_counter()
+
+    def __call__(self, done: int) -> None:
+        rate = done / max(time.perf_counter() - self.started, 1e-9)
+        print(f"\r  {self.label}: {done:>13,} / {self.total:,} entries "
+              f"({done / self.total:5.1%}, {rate:,.0f}/s)", end="", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        print(file=sys.stderr)
+
+
+def no_anchors(n: int) -> AnchorQuery:
+    return AnchorQuery([np.zeros(0, np.uint64)] * n, np.zeros((n, 1), np.int64),
+                       np.ones((n, 1), np.int64), np.ones(2, np.int64))
+
+
+def insert(store, layout: Layout, fps: np.ndarray, first_seq: int, batch: int) -> float:
+    """Seconds a message to insert `fps` through the engine's batch probe and write."""
+    index = SETTINGS.index
     began = time.perf_counter()
     for start in range(0, len(fps), batch):
         part = fps[start : start + batch]
+        seqs = np.arange(first_seq + start, first_seq + start + len(part), dtype=np.uint64)
         probe = BatchProbe(store, layout, postings=1, stored=0)
+        probe.run(part, seqs, no_anchors(len(part)), index.candidate_distance,
+                  index.max_candidates)
+        writes = WriteSet()
+        probe.stage(writes)
+        store.write(writes)
+    return (time.perf_counter() - began) / max(len(fps), 1)
+
+
+def query(store, layout: Layout, fps: np.ndarray, batch: int) -> tuple[float, float]:
+    """Seconds a query and bucket entries compared a query (the staged inserts dropped)."""
+    index = SETTINGS.index
+    compared = 0
+    began = time.perf_counter()
+    for start in range(0, len(fps), batch):
+        part = fps[start : start + batch]
         seqs = np.arange(2**39, 2**39 + len(part), dtype=np.uint64)
-        query = AnchorQuery(no_anchors[: len(part)], np.zeros((len(part), 1), np.int64),
-                            np.ones((len(part), 1), np.int64), np.ones(2, np.int64))
-        found = probe.run(part, seqs, query, index.candidate_distance, index.max_candidates)
-        candidates += found.compared
-    return (time.perf_counter() - began) / len(fps), candidates / len(fps)
+        probe = BatchProbe(store, layout, postings=1, stored=0)
+        compared += probe.run(part, seqs, no_anchors(len(part)), index.candidate_distance,
+                              index.max_candidates).compared
+    return (time.perf_counter() - began) / len(fps), compared / len(fps)
+
+
+def rss_mib() -> tuple[float, float]:
+    """Resident memory now and at its peak."""
+    with open("/proc/self/statm") as f:
+        pages = int(f.read().split()[1])
+    return (pages * resource.getpagesize() / 2**20,
+            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
+def measure(size: int, args: argparse.Namespace, texts: list[str], state: str,
+            rng: np.random.Generator) -> list[tuple[object, ...]]:
+    layout = make_layout(args.layout, args.k, capacity=args.capacity or size)
+    bits = sorted({layout.key_bits(t) for t in range(len(layout.tables))})
+    name = f"{len(layout.tables)} tables of {'-'.join(map(str, bits))}-bit keys"
+    print(f"{size:,}: {layout.describe(args.capacity or size)}", flush=True)
+    near = min(args.near, size)
+    fps = np.concatenate([rng.integers(0, 2**64, size - near, dtype=np.uint64),
+                          edited(texts, near, rng)])
+    rng.shuffle(fps)
+    store = open_store("rocksdb", state, TABLES, lookups_only=LOOKUPS_ONLY,
+                       index_block_kb=INDEX_BLOCK_KB)
+    loaded = size - min(args.inserts, size)
+    bar = Bar("bulk load", loaded * len(layout.tables))
+    began = time.perf_counter()
+    bulk.load(store, layout, fps[:loaded], np.arange(loaded, dtype=np.uint64), bar)
+    bar.close()
+    print(f"  bulk load {time.perf_counter() - began:.1f} s", flush=True)
+    per_insert = insert(store, layout, fps[loaded:], loaded, SETTINGS.engine.batch_size)
+    del fps
+    rows = []
+    for kind, queries in (("random", rng.integers(0, 2**64, args.queries, dtype=np.uint64)),
+                          ("near-duplicate", edited(texts, args.queries, rng))):
+        per_query, compared = query(store, layout, queries, SETTINGS.engine.batch_size)
+        now, peak = rss_mib()
+        rows.append((size, name, kind, round(per_query * 1e6, 1), round(compared, 1),
+                     round(per_insert * 1e6, 1), round(now), round(peak)))
+        print(f"  {kind:>14} queries: {per_query * 1e6:8.1f} µs/query {compared:10.1f} "
+              f"compared/query; insert {per_insert * 1e6:.1f} µs/msg; RSS {now:.0f} MiB "
+              f"(peak {peak:.0f})", flush=True)
+    store.close()
+    per_fp = directory_bytes(state) / size
+    print(f"  state {per_fp:.1f} bytes a fingerprint", flush=True)
+    return [(*row, round(per_fp, 1)) for row in rows]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000, 10_000_000])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
     parser.add_argument("--queries", type=int, default=20_000)
-    parser.add_argument("--layout", default="blocks", choices=["blocks", "permuted"])
-    parser.add_argument("--k", type=int, default=3)
-    parser.add_argument("--state", help="state directory (default: a temporary one)")
+    parser.add_argument("--inserts", type=int, default=100_000,
+                        help="the last fingerprints, inserted through the engine's batch insert")
+    parser.add_argument("--near", type=int, default=200_000,
+                        help="edited copies of shipped texts among the stored fingerprints")
+    parser.add_argument("--capacity", type=int, default=0,
+                        help="size the layout for this many (default: each size)")
+    parser.add_argument("--layout", default="auto", choices=["auto", "blocks", "permuted"])
+    parser.add_argument("--k", type=int, default=SETTINGS.index.max_distance)
+    parser.add_argument("--state", help="directory for the states (default: a temporary one)")
+    parser.add_argument("--name", default="index-scale",
+                        help="results file, bench/results/NAME.md (a long run of its own)")
     args = parser.parse_args()
-    layout = make_layout(args.layout, args.k)
     rng = np.random.default_rng(7)
-    with tempfile.TemporaryDirectory(prefix="stream-dedup-scale-") as tmp:
-        store = open_store("rocksdb", args.state or f"{tmp}/state", TABLES,
-                           lookups_only=LOOKUPS_ONLY)
-        stored = 0
-        rows: list[tuple[int, float, float, float, float]] = []
-        print(f"layout {args.layout} k={args.k}: {len(layout.tables)} tables")
-        print(f"{'stored':>12} {'us/query':>9} {'cand/query':>11} {'us/cand':>8} "
-              f"{'RSS MiB':>8} {'bytes/msg':>10}")
+    texts = corpus_texts()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="stream-dedup-scale-", dir=args.state) as tmp:
         for size in sorted(args.sizes):
-            new = size - stored
-            fps = rng.integers(0, 2**64, new, dtype=np.uint64)
-            fill(store, layout, fps, np.arange(stored, size, dtype=np.uint64))
-            stored = size
-            per_query, cands = query(store, layout,
-                                     rng.integers(0, 2**64, args.queries, dtype=np.uint64))
-            rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            print(f"{stored:>12,} {per_query * 1e6:>9.1f} {cands:>11.1f} "
-                  f"{per_query * 1e6 / max(cands, 1):>8.3f} {rss:>8.0f} "
-                  f"{store.disk_bytes() / stored:>10.1f}", flush=True)
-            rows.append((stored, round(per_query * 1e6, 1), round(cands, 1), round(rss),
-                         round(store.disk_bytes() / stored, 1)))
-        store.close()
-    results.write("index-scale", f"Layout {args.layout}, k = {args.k}: {len(layout.tables)} "
-                  f"tables; {args.queries:,} random queries at each size.\n\n" + results.table(
-                      rows, ("stored", "µs/query", "entries compared/query", "peak RSS MiB",
-                             "state bytes/fingerprint")))
+            rows += measure(size, args, texts, str(Path(tmp) / f"state-{size}"), rng)
+    results.write(args.name, (
+        f"k = {args.k}; layout {args.layout}, sized to "
+        f"{'each size' if not args.capacity else f'{args.capacity:,}'}. Stored: random "
+        f"fingerprints plus {args.near:,} edited copies of {len(texts):,} shipped texts; all but "
+        f"the last {args.inserts:,} bulk-loaded, those through the batch insert "
+        f"({SETTINGS.engine.batch_size:,} a batch). {args.queries:,} queries of each kind. "
+        f"state.block_cache_mb {SETTINGS.state.block_cache_mb}, state.index_block_kb "
+        f"{INDEX_BLOCK_KB}.\n\n"
+        + results.table(rows, HEADER)))
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ from kafka import KafkaConsumer, TopicPartition
 from stream_dedup.config import KafkaSettings, Settings
 from stream_dedup.decode import decode
 from stream_dedup.engine.batch import Engine
-from stream_dedup.engine.index.layout import make_layout
+from stream_dedup.engine.index.layout import configured_layout
 from stream_dedup.engine.stored import TABLES
 from stream_dedup.kafka.headers import MATCHED_ID, VERDICT
 from stream_dedup.kafka.produce import new_producer, send_lines
@@ -207,8 +207,7 @@ def measure_index(k: KafkaSettings, topic: str, partitions: int, into: Path) -> 
         finally:
             store.close()
         disk += store.disk_bytes()  # after close: the memtable flushed, the log cut
-    i = Settings().index
-    tables = len(make_layout(i.layout, i.max_distance, i.blocks).tables)
+    tables = len(configured_layout(Settings()).tables)
     fingerprints = blocks_entries / tables  # each fingerprint is in every block table once
     return {"restore_s_per_million_records": seconds / max(records, 1) * 1e6,
             "restored_records": records, "index_entries": entries,

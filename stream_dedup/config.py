@@ -83,7 +83,13 @@ STATS_STRATEGIES = frozenset({"tfidf", "weighted", "p-simhash", "e-simhash"})
 class IndexSettings:
     """Block tables over the fingerprints, plus the anchor table."""
 
-    layout: Literal["blocks", "permuted"] = "blocks"
+    # auto: the fewest tables that keep a query's compared entries small at `capacity`;
+    # blocks: k+1 blocks, one table each; permuted: Manku's C(r, r-k) tables
+    layout: Literal["auto", "blocks", "permuted"] = "auto"
+    # Fingerprints the auto layout is sized for (0: exact.expected_rate_per_s x window.seconds).
+    # Up to 524,288 it is 4 tables of 16-bit keys (k=3), up to ~153M 10 of 25-26 bits, beyond
+    # 20 of 31-33 bits; each table costs 16 bytes a stored fingerprint.
+    capacity: int = 500_000
     max_distance: int = 3  # k: every pair within k bits is guaranteed to be found
     blocks: int = 0  # r for "permuted" (0: k+2); "blocks" always uses k+1
     candidate_distance: int = 10  # bucket entries farther than this (sharing no anchor) are skipped
@@ -157,6 +163,9 @@ class StateSettings:
     path: str = "state"
     backend: Literal["rocksdb", "memory"] = "rocksdb"
     block_cache_mb: int = 256
+    # RocksDB block size of the block tables, KiB: 1 when they are far larger than the block
+    # cache (a lookup reads and inflates one block: ~3x cheaper, ~2% more state than 4).
+    index_block_kb: int = 4
     sync_writes: bool = False  # fsync per batch; the WAL survives a process crash without it
 
 

@@ -117,6 +117,8 @@ def _check(s: Settings) -> None:
     if i.layout == "permuted":
         r = i.blocks or i.max_distance + 2
         need(i.max_distance < r <= 16, "index.blocks", "out of range", "max_distance+1..16")
+    need(1 <= s.state.index_block_kb <= 64, "state.index_block_kb", "out of range", "1..64")
+    need(i.capacity >= 0, "index.capacity", "out of range", ">= 0 (0: rate x window)")
     need(i.candidate_distance >= i.max_distance, "index.candidate_distance",
          "must be at least index.max_distance", f">= {i.max_distance}")
     need(i.anchor_postings >= 1, "index.anchor_postings", "out of range", ">= 1")

@@ -32,8 +32,10 @@ class Progress:
     """Progress on stderr: a bar with the rate and the time left on a terminal (tqdm), a line
     every 10 s otherwise, so a long run shows it is moving either way."""
 
-    def __init__(self, enabled: bool, total: int | None = None, unit: str = "msg") -> None:
+    def __init__(self, enabled: bool, total: int | None = None, unit: str = "msg",
+                 noun: str = "messages") -> None:
         self.enabled = enabled
+        self.noun = noun
         self.tty = sys.stderr.isatty()
         self.start = self.last = time.monotonic()
         self.done = 0
@@ -58,7 +60,7 @@ class Progress:
             return
         self.last = now
         rate = done / max(now - self.start, 1e-9)
-        print(f"{done:,} messages, {rate:,.0f} msgs/s {note}".rstrip(), file=sys.stderr)
+        print(f"{done:,} {self.noun}, {rate:,.0f}/s {note}".rstrip(), file=sys.stderr)
 
     def say(self, text: str) -> None:
         """A line on stderr that does not tear the bar."""

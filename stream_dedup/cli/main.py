@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from ..config_file import load_config
 from ..errors import StreamDedupError
 from ..ops.logs import configure
+from .bulk_load import cmd_bulk_load
 from .file_mode import cmd_audit, cmd_check, cmd_dedup, cmd_eval, cmd_fit
 from .inspect_command import cmd_inspect
 from .kafka_commands import cmd_demo, cmd_produce, cmd_run, cmd_stage, cmd_topics
@@ -25,7 +26,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure(args.log_format)
     try:
         settings = load_config(args.config)
-        handler = {"dedup": cmd_dedup, "check": cmd_check, "eval": cmd_eval, "fit": cmd_fit,
+        handler = {"dedup": cmd_dedup, "bulk-load": cmd_bulk_load, "check": cmd_check,
+                   "eval": cmd_eval, "fit": cmd_fit,
                    "run": cmd_run,
                    "audit": cmd_audit, "inspect": cmd_inspect,
                    "produce": cmd_produce, "topics": cmd_topics, "demo": cmd_demo,

@@ -41,7 +41,7 @@ from . import jit, meaning, mood, scope, verify
 from .exact import ExactStage, content_hash, exact_key, exact_value
 from .expiry import expire
 from .features import features
-from .index.layout import make_layout
+from .index.layout import configured_layout, index_capacity
 from .index.probe import AnchorQuery, BatchProbe
 from .normalize import Clauses, Normalized, Normalizer
 from .snapshots import Snapshots
@@ -59,7 +59,7 @@ from .verdict import (
     unique,
 )
 
-_META_COUNTERS = b"counters"
+META_COUNTERS = b"counters"
 STAGES = ("normalize", "exact", "fingerprint", "index", "verify", "write")
 # Tables the engine (and its expiry) reads by key only, never by range, whose keys differ in
 # their first 8 bytes (hashes): its store may keep them in hash memtables (`state.open_store`).
@@ -72,7 +72,8 @@ def open_engine(settings: Settings, path: str, warm: bool = True) -> Engine:
     """An engine on the configured state (`state.*`) at `path`; the store is closed again when
     the engine cannot start on it. `warm`: load what the verification needs now (`warm_up`)."""
     st = settings.state
-    store = open_store(st.backend, path, TABLES, st.block_cache_mb, st.sync_writes, LOOKUPS_ONLY)
+    store = open_store(st.backend, path, TABLES, st.block_cache_mb, st.sync_writes, LOOKUPS_ONLY,
+                       st.index_block_kb)
     try:
         engine = Engine(settings, store)
         if warm:
@@ -120,9 +121,7 @@ class Engine(Snapshots):
         self._strategy = make_strategy(settings.fingerprint)
         jit.note_compiling()
         fpr.warm_up()
-        self._layout = make_layout(
-            settings.index.layout, settings.index.max_distance, settings.index.blocks
-        )
+        self._layout = configured_layout(settings)
         self._window_ms = int(settings.window.seconds * 1000)
         self._weights = anchor_weights(settings.index.anchor_postings)
         # Called with each message id and the ids of its candidates, best first (a bench reads
@@ -131,7 +130,8 @@ class Engine(Snapshots):
         self._recent: dict[int, tuple[str, str, int, int]] = {}
         self.exact = ExactStage(settings.exact, settings.window.seconds, store)
         self._check_format()
-        counters = store.get_many("meta", [_META_COUNTERS])[0]
+        self._check_layout(self._layout, index_capacity(settings))
+        counters = store.get_many("meta", [META_COUNTERS])[0]
         self._next_seq, self._max_ts = struct.unpack(">Qq", counters) if counters else (1, 0)
         covered = self.exact.restore()
         self.commonness, counted = self._restore_commonness(covered)
@@ -399,7 +399,7 @@ class Engine(Snapshots):
                 ops.append(("exact", exact_key(p.hash), exact_value(p.seq, m.id)))
         if fresh:
             self._max_ts = max(self._max_ts, max(p.msg.timestamp_ms for p in fresh))
-        writes.put("meta", _META_COUNTERS, struct.pack(">Qq", self._next_seq, self._max_ts))
+        writes.put("meta", META_COUNTERS, struct.pack(">Qq", self._next_seq, self._max_ts))
         self.store.write(writes)
 
 

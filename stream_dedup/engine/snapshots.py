@@ -4,6 +4,7 @@ the records when a snapshot is missing or older than they are."""
 
 from __future__ import annotations
 
+import logging
 import struct
 
 import numpy as np
@@ -13,11 +14,14 @@ from ..records import Decision, Verdict
 from ..state.store import KVStore, WriteSet
 from .commonness import Commonness
 from .exact import CHUNK_PREFIX, SNAPSHOT_KEY, ExactStage
+from .index.layout import Layout
 from .stored import Doc, seq_key
 
 FORMAT_VERSION = 1
 _META_FORMAT = b"format"
 _META_COMMON = b"common"
+_META_LAYOUT = b"layout"  # (k, blocks) of the block tables the state was built with
+log = logging.getLogger(__name__)
 # Snapshots of what the state's records determine (the Bloom filter, the boilerplate sketch),
 # rebuilt from them when missing: caches, which a changelog of the state need not carry. The
 # Bloom filter's bits are under keys of their own (`CHUNK_PREFIX`).
@@ -51,6 +55,29 @@ class Snapshots:
                 f"the state was written by format version {struct.unpack('>I', stored)[0]}; "
                 f"this stream-dedup reads version {FORMAT_VERSION}: use a new state.path"
             )
+
+    def _check_layout(self, layout: Layout, capacity: int) -> None:
+        """Say which block-table layout the engine uses and its cost; refuse a state whose
+        tables were built with another one (their buckets are keyed on other bits: probing them
+        would miss pairs). A state without the record, written before layouts were sized, is
+        taken to match."""
+        from ..errors import StateError
+
+        mine = struct.pack(">BB", layout.max_distance, layout.blocks_count)
+        stored = self.store.get_many("meta", [_META_LAYOUT])[0]
+        if stored is not None and stored != mine:
+            k, r = struct.unpack(">BB", stored)
+            raise StateError(
+                f"index.capacity {capacity:,} needs {len(layout.tables)} block tables "
+                f"({layout.blocks_count} blocks, k={layout.max_distance}) but the state holds "
+                f"tables of {r} blocks, k={k}: set index.capacity (or index.layout, "
+                "index.max_distance) as when it was built, or build a new state.path "
+                "(stream-dedup bulk-load)")
+        if stored is None:
+            writes = WriteSet()
+            writes.put("meta", _META_LAYOUT, mine)
+            self.store.write(writes)
+        log.info("index layout: %s", layout.describe(capacity))
 
     def _restore_commonness(self, covered: int) -> tuple[Commonness | None, int]:
         """The stream's boilerplate sketch (when the rule that reads it is on) and the seq up to

@@ -20,7 +20,7 @@ from ..config import Settings
 from ..engine import fingerprint as fpr
 from ..engine.exact import content_hash
 from ..engine.features import FAMILIES, features
-from ..engine.index.layout import make_layout
+from ..engine.index.layout import configured_layout
 from ..engine.normalize import Clauses, Normalizer
 from ..engine.strategies import make_strategy
 from ..records import Message
@@ -46,8 +46,7 @@ class Prober:
         self.settings = settings
         self._normalizer = Normalizer(settings.normalize)
         self._strategy = make_strategy(settings.fingerprint)
-        i = settings.index
-        self._layout = make_layout(i.layout, i.max_distance, i.blocks)
+        self._layout = configured_layout(settings)
         fpr.warm_up()  # the compiled kernels load (or compile) now, not in the first batch
 
     def run(self, messages: Sequence[Message]) -> list[Probed]:

@@ -10,7 +10,8 @@ __all__ = ["KVStore", "MemoryStore", "WriteSet", "disk_bytes", "open_store"]
 
 
 def open_store(backend: str, path: str, tables: Collection[str], block_cache_mb: int = 256,
-               sync: bool = False, lookups_only: Collection[str] = ()) -> KVStore:
+               sync: bool = False, lookups_only: Collection[str] = (),
+               index_block_kb: int = 4) -> KVStore:
     """Open the configured backend (`state.backend`) with the user's `tables`; `lookups_only`:
     the tables the user reads by key only (`rocksdb.RocksStore`)."""
     if backend == "memory":
@@ -18,7 +19,7 @@ def open_store(backend: str, path: str, tables: Collection[str], block_cache_mb:
     from .rocksdb import RocksStore
 
     return RocksStore(path, tables, block_cache_mb=block_cache_mb, sync=sync,
-                      lookups_only=lookups_only)
+                      lookups_only=lookups_only, index_block_kb=index_block_kb)
 
 
 def disk_bytes(backend: str, path: str) -> int:

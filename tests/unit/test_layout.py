@@ -1,7 +1,10 @@
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
-from stream_dedup.engine.index.layout import Layout, hamming, make_layout
+from stream_dedup.config import Settings
+from stream_dedup.engine.index.layout import BUDGET, Layout, hamming, index_capacity, make_layout
 
 pytestmark = pytest.mark.unit
 
@@ -32,6 +35,35 @@ def test_permuted_keys_pack_their_blocks_high_first() -> None:
     assert [tuple(t) for t in layout.tables] == [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]
     assert layout.keys(fps).tolist() == want
     assert layout.keys(fps[:0]).shape == (6, 0)
+
+
+@pytest.mark.parametrize("capacity", [10**5, 10**6, 10**7, 10**8, 10**9])
+def test_sized_layout_compares_at_most_the_budget(capacity: int) -> None:
+    layout = make_layout("auto", 3, capacity=capacity)
+    assert layout.compared(capacity) <= BUDGET
+    smaller = [Layout.permuted(3, r) for r in range(4, layout.blocks_count)]
+    assert all(s.compared(capacity) > BUDGET for s in smaller)  # the fewest tables that fit
+
+
+def test_sized_layout_keeps_four_tables_while_they_suffice() -> None:
+    assert Layout.sized(3, 500_000) == Layout.blocks(3)
+    assert len(Layout.sized(3, 43_200_000).tables) == 10
+
+
+def test_random_fingerprints_compare_what_the_layout_expects() -> None:
+    layout = Layout.sized(3, 200_000)
+    fps = np.random.default_rng(1).integers(0, 2**64, 200_000, dtype=np.uint64)
+    keys = layout.keys(fps)
+    sizes = [np.unique(row, return_counts=True)[1] for row in keys]
+    measured = sum(float((c * c).sum()) for c in sizes) / len(fps)  # a stored fp's own buckets
+    assert measured == pytest.approx(layout.compared(len(fps)) + len(layout.tables), rel=0.1)
+
+
+def test_capacity_comes_from_the_rate_and_window_when_unset() -> None:
+    s = Settings()
+    assert index_capacity(s) == s.index.capacity
+    unset = replace(s, index=replace(s.index, capacity=0))
+    assert index_capacity(unset) == int(s.exact.expected_rate_per_s * s.window.seconds)
 
 
 def test_bad_layout_is_refused() -> None:

@@ -19,7 +19,8 @@ def _help(argv: list[str], capsys) -> str:
     return capsys.readouterr().out
 
 
-COMMANDS = [["dedup"], ["check"], ["eval"], ["fit"], ["audit"], ["inspect"], ["run"], ["produce"],
+COMMANDS = [["dedup"], ["bulk-load"], ["check"], ["eval"], ["fit"], ["audit"], ["inspect"], ["run"],
+            ["produce"],
             ["topics"], ["topics", "create"], ["stage"], ["demo"]]
 
 
@@ -65,7 +66,7 @@ def _usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
 # Each command with the arguments it requires, so that the unknown option is the one error.
 REQUIRED = {"check": ["a", "b"], "eval": ["in.jsonl"], "fit": ["in.jsonl", "-o", "s.json"],
             "audit": ["in.jsonl"], "produce": ["in.jsonl"], "topics": ["create"],
-            "stage": ["index"]}
+            "stage": ["index"], "bulk-load": ["in.jsonl", "--state", "dir"]}
 
 
 @pytest.mark.parametrize("argv", COMMANDS, ids=" ".join)

@@ -1,7 +1,9 @@
 """What the engine keeps across a restart: the state's format version, and the Bloom filter
 snapshot, with the records written after a snapshot added to the filter again on open."""
 
+import logging
 import struct
+from dataclasses import replace
 
 import pytest
 
@@ -37,6 +39,21 @@ def test_a_state_of_another_format_is_refused() -> None:
     store.write(writes)
     with pytest.raises(StateError, match=f"format version {FORMAT_VERSION + 1}"):
         Engine(Settings(), store)
+
+
+def with_capacity(capacity: int) -> Settings:
+    s = Settings()
+    return replace(s, index=replace(s.index, capacity=capacity))
+
+
+def test_a_state_sized_for_another_capacity_is_refused(caplog: pytest.LogCaptureFixture) -> None:
+    store = MemoryStore(TABLES)
+    with caplog.at_level(logging.INFO):
+        Engine(with_capacity(100_000), store).process([message(1, BEFORE)])
+    assert "index layout: 4 tables of 16-bit keys" in caplog.text
+    Engine(with_capacity(200_000), store)  # the same layout: accepted
+    with pytest.raises(StateError, match=r"index.capacity 50,000,000 needs 10 block tables"):
+        Engine(with_capacity(50_000_000), store)
 
 
 def test_checkpoint_writes_the_local_snapshots() -> None:

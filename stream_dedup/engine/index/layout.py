@@ -8,7 +8,14 @@ from itertools import combinations
 
 import numpy as np
 
+from ...config import Settings
+
 _U64 = np.uint64
+# Entries compared a query a sized layout allows at its capacity, and the most tables it may
+# use to get there (C(r, r - k) grows fast with r).
+BUDGET = 32
+MAX_TABLES = 64
+ENTRY_BYTES = 16  # a bucket entry: fingerprint and seq (`tables.ENTRY`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,8 +43,39 @@ class Layout:
         bounds = tuple(int(b) for b in np.linspace(0, 64, r + 1).round().astype(int))
         return cls(k, bounds, tuple(combinations(range(r), r - k)))
 
+    @classmethod
+    def sized(cls, k: int, capacity: int, budget: int = BUDGET) -> Layout:
+        """The fewest tables that keep the entries compared a query within `budget` with
+        `capacity` fingerprints stored; past `MAX_TABLES`, the fewest compared among those that
+        stay below it."""
+        fitting = []
+        for r in range(k + 1, 65):
+            layout = cls.permuted(k, r)
+            if len(layout.tables) > MAX_TABLES:
+                break
+            if layout.compared(capacity) <= budget:
+                return layout
+            fitting.append(layout)
+        return min(fitting, key=lambda layout: layout.compared(capacity))
+
+    @property
+    def blocks_count(self) -> int:
+        return len(self.bounds) - 1
+
     def key_bits(self, table: int) -> int:
         return sum(self.bounds[b + 1] - self.bounds[b] for b in self.tables[table])
+
+    def compared(self, stored: int) -> float:
+        """Expected bucket entries a query compares with `stored` random fingerprints."""
+        return stored * sum(2.0 ** -self.key_bits(t) for t in range(len(self.tables)))
+
+    def describe(self, capacity: int) -> str:
+        """Its tables and their cost, for the line the engine logs at start."""
+        bits = sorted({self.key_bits(t) for t in range(len(self.tables))})
+        return (f"{len(self.tables)} tables of {'-'.join(map(str, bits))}-bit keys "
+                f"({self.blocks_count} blocks, k={self.max_distance}), "
+                f"{len(self.tables) * ENTRY_BYTES} bytes a fingerprint, "
+                f"~{self.compared(capacity):.1f} entries compared a query at {capacity:,} stored")
 
     def keys(self, fps: np.ndarray) -> np.ndarray:
         """Bucket key of every fingerprint in every table: uint64 array (tables, len(fps)).
@@ -69,11 +107,29 @@ def _pieces(bounds: tuple[int, ...], tables: tuple[tuple[int, ...], ...]
     return column[0], column[1], column[2], np.array(starts, dtype=np.intp)
 
 
-def make_layout(kind: str, k: int, r: int = 0) -> Layout:
-    """The layout named in config (`index.layout`, `index.max_distance`, `index.blocks`)."""
+def make_layout(kind: str, k: int, r: int = 0, capacity: int = 0) -> Layout:
+    """The layout named in config (`index.layout`, `index.max_distance`, `index.blocks`); `auto`
+    is sized to `capacity` (`index_capacity`)."""
+    if kind == "auto":
+        return Layout.sized(k, capacity)
     if kind == "blocks":
         return Layout.blocks(k)
     return Layout.permuted(k, r or k + 2)
+
+
+def index_capacity(settings: Settings) -> int:
+    """Fingerprints the tables are sized for: `index.capacity`, or when 0 the expected rate
+    times the window (what the state holds once the window is full)."""
+    configured = settings.index.capacity
+    if configured:
+        return configured
+    return int(settings.exact.expected_rate_per_s * settings.window.seconds)
+
+
+def configured_layout(settings: Settings) -> Layout:
+    """The layout the settings choose."""
+    i = settings.index
+    return make_layout(i.layout, i.max_distance, i.blocks, index_capacity(settings))
 
 
 def hamming(a: np.ndarray, b: np.ndarray | int) -> np.ndarray:

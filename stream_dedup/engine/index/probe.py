@@ -22,6 +22,7 @@ import numpy as np
 
 from ...state.store import KVStore, WriteSet
 from ..fingerprint import run_starts
+from .chunks import CHUNK, Sealed, read_buckets, seal
 from .layout import Layout
 from .tables import ENTRY, anchor_keys, bucket_keys
 
@@ -112,11 +113,9 @@ def _earlier_pairs(groups: np.ndarray, limit: int | None = None,
     return order[rows], members[idx], before
 
 
-def _fetch(store: KVStore, cf: str, names: list[bytes],
-           dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
-    """The values of `names` in one array, and how many entries each has (none when missing:
+def _packed(values: list[bytes | None], dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """The values in one array, and how many entries each has (none when missing:
     `length_hint` of None is 0, so missing values need no stand-in)."""
-    values = store.get_many(cf, names)
     stored = np.frombuffer(b"".join(filter(None, values)), dtype=dtype)
     return stored, np.fromiter(map(length_hint, values), np.int64,
                                count=len(values)) // dtype.itemsize
@@ -184,7 +183,8 @@ class BatchProbe:
         inverse[order] = new.cumsum() - 1
         first = order[new]
         names = bucket_keys(tables[first], keys[first])
-        stored, lengths = _fetch(self._store, "blocks", names, ENTRY)
+        values, sealed = read_buckets(self._store, names)
+        stored, lengths = _packed(values, ENTRY)
         starts = lengths.cumsum() - lengths
         rows, idx = _ragged(lengths[inverse], starts[inverse])
         entries = stored[idx]
@@ -194,24 +194,35 @@ class BatchProbe:
         cand_seq = np.concatenate([entries["seq"], seqs[earlier % n]])
         dist = np.bitwise_count(cand_fp ^ fps[owner])
         close = dist <= candidate_distance
-        self._stage_buckets(names, stored, lengths, inverse, order, fps, seqs)
+        self._stage_buckets(names, stored, lengths, inverse, order, fps, seqs, sealed)
         return ((owner[close].astype(_U64) << _U64(_SEQ_BITS)) | cand_seq[close],
                 dist[close].astype(np.int64), len(dist))
 
     def _stage_buckets(self, names: list[bytes], stored: np.ndarray, lengths: np.ndarray,
                        inverse: np.ndarray, order: np.ndarray, fps: np.ndarray,
-                       seqs: np.ndarray) -> None:
+                       seqs: np.ndarray, sealed: dict[bytes, Sealed]) -> None:
+        """The buckets with the batch's entries appended; those past a chunk (or sealed
+        already) written as their head and the chunks sealed now (`chunks.seal`)."""
         position = order % len(fps)
         new = np.empty(len(order), dtype=ENTRY)
         new["fp"], new["seq"] = fps[position], seqs[position]
-        self._append("blocks", names, stored, lengths, inverse[order], new, None)
+        puts, sizes = self._append("blocks", names, stored, lengths, inverse[order], new, None)
+        chunked = (sizes > CHUNK).nonzero()[0].tolist()
+        if sealed:
+            chunked = sorted({*chunked, *(i for i, (_, name, _) in enumerate(puts)
+                                          if name in sealed)})
+        for i in reversed(chunked):
+            _, name, value = puts[i]
+            puts[i : i + 1] = [("blocks", k, v) for k, v in seal(name, value, sealed.get(name))]
+        self._puts += puts
 
     def _append(self, cf: str, names: list[bytes], stored: np.ndarray, lengths: np.ndarray,
-                groups: np.ndarray, new: np.ndarray, keep: int | None) -> None:
-        """Stage the stored entries (value u is `lengths[u]` entries of `stored`) + the new ones
-        of each group (`groups` sorted, `new` in that order), the last `keep` when given. The
-        values are gathered in one array and cut apart, not concatenated (and cut to `keep`)
-        put by put."""
+                groups: np.ndarray, new: np.ndarray, keep: int | None
+                ) -> tuple[list[tuple[str, bytes, bytes]], np.ndarray]:
+        """The puts of the stored entries (value u is `lengths[u]` entries of `stored`) + the
+        new ones of each group (`groups` sorted, `new` in that order), the last `keep` when
+        given, and each put's entries. The values are gathered in one array and cut apart, not
+        concatenated (and cut to `keep`) put by put."""
         starts = run_starts(groups).nonzero()[0]
         stops = np.append(starts[1:], len(groups))
         touched = groups[starts]
@@ -225,8 +236,8 @@ class BatchProbe:
         _, idx = _ragged(np.column_stack([old, added]).ravel(), firsts.ravel())
         data = np.concatenate([stored, new])[idx].tobytes()
         bounds = [0, *((old + added).cumsum() * new.itemsize).tolist()]
-        self._puts += [(cf, names[u], data[start:end]) for u, start, end
-                       in zip(touched.tolist(), bounds[:-1], bounds[1:], strict=True)]
+        return [(cf, names[u], data[start:end]) for u, start, end
+                in zip(touched.tolist(), bounds[:-1], bounds[1:], strict=True)], old + added
 
     # -- anchors --------------------------------------------------------------------------
 
@@ -254,7 +265,7 @@ class BatchProbe:
         order = _argsort(flat)
         uniq, inverse = _unique_inverse(flat, order)
         names = anchor_keys(uniq)
-        stored, lengths = _fetch(self._store, "anchors", names, np.dtype("<u8"))
+        stored, lengths = _packed(self._store.get_many("anchors", names), np.dtype("<u8"))
         ends = lengths.cumsum()
         later, earlier, before = _earlier_pairs(inverse, self._postings, posted, order)
         # One at a time, a message would see the last `postings` posters of the anchor: its
@@ -278,8 +289,8 @@ class BatchProbe:
         score = np.add.reduceat(weight[via[by_pair]], starts) if len(starts) else np.zeros(
             0, np.int64)
         poster = order[posted[order]]  # by anchor, then position
-        self._append("anchors", names, stored, lengths, inverse[poster], seqs[owner_of[poster]],
-                     self._postings)
+        self._puts += self._append("anchors", names, stored, lengths, inverse[poster],
+                                   seqs[owner_of[poster]], self._postings)[0]
         return ranked[starts], shared, score
 
     # -- ranking --------------------------------------------------------------------------

@@ -1,8 +1,10 @@
 """How block tables and anchor postings are stored in a `KVStore`, and their expiry.
 
-A bucket (table, key) is one value: packed little-endian (fingerprint, seq) pairs, oldest first.
-A query already reads every bucket an insert will touch, so an insert appends to the value it has
-in hand (`probe.BatchProbe`): one multi-get and one write per batch. Anchor postings are packed
+A bucket (table, key) holds packed little-endian (fingerprint, seq) pairs, oldest first: its
+newest in one value, older ones in sealed chunks when it grows past one (`chunks`). A query
+already reads every bucket an insert will touch, so an insert appends to the entries it has in
+hand (`probe.BatchProbe`) and writes only the head and what it seals: one or two multi-gets and
+one write per batch. Anchor postings are packed
 seqs, newest last, cut to the configured length.
 """
 
@@ -13,6 +15,7 @@ import struct
 import numpy as np
 
 from ...state.store import KVStore, WriteSet
+from .chunks import read_buckets, rewrite
 from .layout import Layout
 
 ENTRY = np.dtype([("fp", "<u8"), ("seq", "<u8")])
@@ -51,20 +54,24 @@ def _split(data: bytes, width: int) -> list[bytes]:
 def remove_entries(store: KVStore, layout: Layout, fps: np.ndarray, seqs: np.ndarray,
                    anchors: list[np.ndarray], writes: WriteSet) -> None:
     """Stage the removal of expired messages (`seqs`, with their fingerprints and posted
-    anchors) from their buckets and postings; emptied values are deleted."""
+    anchors) from their buckets (`chunks.rewrite`) and postings; emptied values are deleted."""
     table_keys = layout.keys(fps)
     buckets = sorted({k for t, column in enumerate(table_keys) for k in bucket_keys(t, column)})
+    values, sealed = read_buckets(store, buckets)
+    for name, value in zip(buckets, values, strict=True):
+        if value is not None:
+            keep = ~np.isin(np.frombuffer(value, dtype=ENTRY)["seq"], seqs)
+            if not keep.all():
+                rewrite(name, keep.tolist(), value, sealed.get(name), writes)
     postings = sorted({k for arr in anchors for k in anchor_keys(arr)})
-    for cf, names, dtype, field in (("blocks", buckets, ENTRY, "seq"),
-                                    ("anchors", postings, np.dtype("<u8"), None)):
-        for name, value in zip(names, store.get_many(cf, names), strict=True):
-            if value is None:
-                continue
-            entries = np.frombuffer(value, dtype=dtype)
-            keep = ~np.isin(entries[field] if field else entries, seqs)
-            if keep.all():
-                continue
-            if keep.any():
-                writes.put(cf, name, entries[keep].tobytes())
-            else:
-                writes.delete(cf, name)
+    for name, value in zip(postings, store.get_many("anchors", postings), strict=True):
+        if value is None:
+            continue
+        entries = np.frombuffer(value, dtype="<u8")
+        keep = ~np.isin(entries, seqs)
+        if keep.all():
+            continue
+        if keep.any():
+            writes.put("anchors", name, entries[keep].tobytes())
+        else:
+            writes.delete("anchors", name)
