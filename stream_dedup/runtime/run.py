@@ -5,6 +5,7 @@ and run it until SIGTERM or SIGINT."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from prometheus_client import CollectorRegistry
@@ -24,17 +25,20 @@ from .contracts import Decider, ServiceStats
 from .engine_process import EngineProcess
 from .lifecycle import close_all, lifecycle
 from .service import Service
+from .state_space import OutlastsFullDisk
 
 log = logging.getLogger(__name__)
 
 
 def open_decider(settings: Settings, root: str, backoff: Backoff,
-                 changelog: ChangelogProducer | None = None
+                 changelog: ChangelogProducer | None = None,
+                 stopping: Callable[[], bool] = lambda: False,
                  ) -> tuple[Decider, ConsumerRebalanceListener | None]:
     """The engine of `scale.scope` and the rebalance listener it needs: one engine over every
-    partition (`process`; in a child process with `engine.process: child`), or one per
-    partition restored from its changelog (`key`; its records written by `changelog`, the
-    transactional sink's producer under exactly_once, else a producer of their own)."""
+    partition (`process`; in a child process with `engine.process: child`), which waits out a
+    full state disk until `stopping()` (`state_space`), or one per partition restored from its
+    changelog (`key`; its records written by `changelog`, the transactional sink's producer
+    under exactly_once, else a producer of their own)."""
     scope = settings.scale.scope
     if scope == "global":
         raise ConfigError("scale.scope", "'global' runs as three stages, not as `run`",
@@ -43,8 +47,8 @@ def open_decider(settings: Settings, root: str, backoff: Backoff,
         engines = open_partitioned(settings, root, backoff, changelog)
         return engines, engines
     if settings.engine.process == "child":
-        return EngineProcess(settings, root), None
-    return open_engine(settings, root), None
+        return OutlastsFullDisk(lambda: EngineProcess(settings, root), backoff, stopping), None
+    return OutlastsFullDisk(lambda: open_engine(settings, root), backoff, stopping), None
 
 
 def _stopped_starting(exc: GaveUp) -> ServiceStats:
@@ -74,7 +78,8 @@ def serve(settings: Settings, state_path: str | None = None) -> ServiceStats:
         try:
             engine, listener = open_decider(
                 settings, root, life.backoff,
-                sink.changelog_producer() if isinstance(sink, TransactionalSink) else None)
+                sink.changelog_producer() if isinstance(sink, TransactionalSink) else None,
+                lambda: life.shutdown.requested)
         except BaseException:
             if sink is not None:
                 sink.close()
