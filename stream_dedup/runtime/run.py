@@ -5,7 +5,6 @@ and run it until SIGTERM or SIGINT."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
 from prometheus_client import CollectorRegistry
@@ -31,12 +30,11 @@ log = logging.getLogger(__name__)
 
 
 def open_decider(settings: Settings, root: str, backoff: Backoff,
-                 changelog: ChangelogProducer | None = None,
-                 stopping: Callable[[], bool] = lambda: False,
+                 changelog: ChangelogProducer | None = None
                  ) -> tuple[Decider, ConsumerRebalanceListener | None]:
     """The engine of `scale.scope` and the rebalance listener it needs: one engine over every
     partition (`process`; in a child process with `engine.process: child`), which waits out a
-    full state disk until `stopping()` (`state_space`), or one per partition restored from its
+    full state disk until a stop is asked (`state_space`), or one per partition restored from its
     changelog (`key`; its records written by `changelog`, the transactional sink's producer
     under exactly_once, else a producer of their own)."""
     scope = settings.scale.scope
@@ -47,8 +45,8 @@ def open_decider(settings: Settings, root: str, backoff: Backoff,
         engines = open_partitioned(settings, root, backoff, changelog)
         return engines, engines
     if settings.engine.process == "child":
-        return OutlastsFullDisk(lambda: EngineProcess(settings, root), backoff, stopping), None
-    return OutlastsFullDisk(lambda: open_engine(settings, root), backoff, stopping), None
+        return OutlastsFullDisk(lambda: EngineProcess(settings, root), backoff), None
+    return OutlastsFullDisk(lambda: open_engine(settings, root), backoff), None
 
 
 def _stopped_starting(exc: GaveUp) -> ServiceStats:
@@ -78,8 +76,7 @@ def serve(settings: Settings, state_path: str | None = None) -> ServiceStats:
         try:
             engine, listener = open_decider(
                 settings, root, life.backoff,
-                sink.changelog_producer() if isinstance(sink, TransactionalSink) else None,
-                lambda: life.shutdown.requested)
+                sink.changelog_producer() if isinstance(sink, TransactionalSink) else None)
         except BaseException:
             if sink is not None:
                 sink.close()

@@ -43,7 +43,7 @@ from prometheus_client import CollectorRegistry
 
 from ..config import KafkaSettings, Settings
 from ..kafka.oversize import fit_all
-from ..kafka.retry import Backoff, GaveUp
+from ..kafka.retry import Backoff, GaveUp, stopped_how
 from ..kafka.route import InputRecord, Output, next_offsets
 from ..kafka.sink import KafkaSink
 from ..kafka.source import KafkaSource
@@ -204,7 +204,7 @@ def run_stage(settings: Settings, stage: Stage) -> int:
                 loop.step(source, sink)
                 loop.progress()
         except GaveUp as exc:
-            log.warning("shutdown time ran out (%s): the last batch will be replayed", exc)
+            log.warning("%s (%s): the last batch will be replayed", stopped_how(exc), exc)
         finally:
             loop.close()
     log.info("stopped stage=%s records=%d batches=%d elapsed_s=%.0f", stage.name,

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..engine.batch import EngineStats
 from ..errors import StateError
-from ..kafka.retry import Backoff, GaveUp
+from ..kafka.retry import Backoff, CutShort
 from ..records import Message, Verdict
 from .contracts import Decider
 
@@ -50,17 +50,15 @@ def add_stats(a: EngineStats, b: EngineStats) -> EngineStats:
 
 class OutlastsFullDisk:
     """The decider `open_decider()` makes, opened again after a write that found the state disk
-    full, every backoff step until the batch is decided; a stop requested meanwhile raises
-    GaveUp (nothing of the batch was delivered or committed: it is replayed). Everything else
-    the service or the metrics read is the current decider's."""
+    full, every backoff step until the batch is decided; a stop asked meanwhile
+    (`backoff.stopping`) raises CutShort (nothing of the batch was delivered or committed: it
+    is replayed). Everything else the service or the metrics read is the current decider's."""
 
     _decider: Decider | None = None
 
-    def __init__(self, open_decider: Callable[[], Decider], backoff: Backoff,
-                 stopping: Callable[[], bool]) -> None:
+    def __init__(self, open_decider: Callable[[], Decider], backoff: Backoff) -> None:
         self._open = open_decider
         self._backoff = backoff
-        self._stopping = stopping
         self._decider: Decider | None = open_decider()
         self._carried: EngineStats | None = None  # totals of the deciders closed before
         self._submitted: Any = None  # the pipelined decider's batch being decided
@@ -120,8 +118,8 @@ class OutlastsFullDisk:
                 said = now
                 log.warning("state disk still full waited_s=%.0f", now - full_since)
             self._drop()
-            if self._stopping():
-                raise GaveUp("waiting for room on the state disk")
+            if self._backoff.stopping():
+                raise CutShort("waiting for room on the state disk")
             self._backoff.wait(delay)
             delay = min(delay * 2, self._backoff.max_s)
 
