@@ -42,10 +42,14 @@ def is_disk_full(exc: BaseException) -> bool:
 
 def add_stats(a: EngineStats, b: EngineStats) -> EngineStats:
     """Running totals of two engines, one after the other."""
-    return EngineStats(a.messages + b.messages, a.decisions + b.decisions,
-                       a.replayed + b.replayed, a.expired + b.expired,
-                       a.candidates + b.candidates,
-                       {k: a.stage_seconds.get(k, 0.0) + v for k, v in b.stage_seconds.items()})
+    return EngineStats(
+        a.messages + b.messages,
+        a.decisions + b.decisions,
+        a.replayed + b.replayed,
+        a.expired + b.expired,
+        a.candidates + b.candidates,
+        {k: a.stage_seconds.get(k, 0.0) + v for k, v in b.stage_seconds.items()},
+    )
 
 
 class OutlastsFullDisk:
@@ -105,15 +109,19 @@ class OutlastsFullDisk:
                 error = str(exc)  # not `exc`: its frames hold the broken state open
             if error is None:
                 if full_since is not None:
-                    log.warning("state disk has room again: going on waited_s=%.0f",
-                                time.monotonic() - full_since)
+                    log.warning(
+                        "state disk has room again: going on waited_s=%.0f",
+                        time.monotonic() - full_since,
+                    )
                 return verdicts
             now = time.monotonic()
             if full_since is None:
                 full_since = said = now
-                log.warning("state disk full: deciding and committing paused until there is "
-                            "room (the batch is decided again then, nothing is lost) error=%s",
-                            error)
+                log.warning(
+                    "state disk full: deciding and committing paused until there is "
+                    "room (the batch is decided again then, nothing is lost) error=%s",
+                    error,
+                )
             elif now - said >= REMIND_EVERY_S:
                 said = now
                 log.warning("state disk still full waited_s=%.0f", now - full_since)
@@ -129,8 +137,11 @@ class OutlastsFullDisk:
         decider, self._decider = self._decider, None
         if decider is None:
             return
-        self._carried = (decider.stats if self._carried is None  # type: ignore[attr-defined]
-                         else add_stats(self._carried, decider.stats))  # type: ignore[attr-defined]
+        self._carried = (
+            decider.stats
+            if self._carried is None  # type: ignore[attr-defined]
+            else add_stats(self._carried, decider.stats)
+        )  # type: ignore[attr-defined]
         try:
             decider.close()
         except Exception as exc:
@@ -142,4 +153,3 @@ class OutlastsFullDisk:
     def close(self) -> None:
         if self._decider is not None:
             self._decider.close()
-

@@ -38,8 +38,12 @@ def small_disk(tmp_path: Path):
     """A tmpfs of `DISK` bytes, unmounted at the end (mounting needs root)."""
     where = tmp_path / "disk"
     where.mkdir()
-    made = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK},mode=0700", "tmpfs",
-                           str(where)], capture_output=True, text=True, check=False)
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={DISK},mode=0700", "tmpfs", str(where)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if made.returncode != 0:
         service_unavailable(f"cannot mount a tmpfs for the state: {made.stderr.strip()}")
     try:
@@ -71,13 +75,16 @@ def _wait_for(log: Path, text: str, proc: subprocess.Popen, timeout_s: float) ->
 
 @pytest.mark.parametrize("engine_process", ["inline", "child"])
 def test_a_full_state_disk_pauses_the_service_until_space_returns(
-        kafka_bootstrap, unique_topic, small_disk, tmp_path, engine_process) -> None:
+    kafka_bootstrap, unique_topic, small_disk, tmp_path, engine_process
+) -> None:
     _, lines = stream_lines(RECORDS)
     topics = make_topics(unique_topic, input_partitions=1)
-    settings = service_settings(kafka_bootstrap, topics, f"disk-{uuid.uuid4().hex[:8]}",
-                                poll_batch_size=200)
+    settings = service_settings(
+        kafka_bootstrap, topics, f"disk-{uuid.uuid4().hex[:8]}", poll_batch_size=200
+    )
     settings = dataclasses.replace(
-        settings, engine=dataclasses.replace(settings.engine, process=engine_process))
+        settings, engine=dataclasses.replace(settings.engine, process=engine_process)
+    )
     produce(kafka_bootstrap, topics["input"], lines)
     log = tmp_path / "service.log"
     proc = start_service(settings, small_disk / "state", log)
@@ -91,7 +98,8 @@ def test_a_full_state_disk_pauses_the_service_until_space_returns(
         time.sleep(8)
         assert proc.poll() is None, "the service died of the full disk"
         assert group_lag(k.bootstrap_servers, k.group_id, k.input_topics) == paused > 0, (
-            "offsets were committed while the state could not be written")
+            "offsets were committed while the state could not be written"
+        )
         filler.unlink()
         _wait_for(log, "state disk has room again", proc, timeout_s=120)
         wait_drained(settings, 240, alive=lambda: proc.poll() is None)
@@ -105,5 +113,7 @@ def test_a_full_state_disk_pauses_the_service_until_space_returns(
     text = log.read_text(errors="replace")
     assert text.count("state disk full") == 1 and "Traceback" not in text, text[-3000:]
     assert distinct == len(lines)
-    print(f"\nfull state disk (engine {engine_process}): paused with lag {paused}, went on once "
-          f"space was freed; {len(lines)} records, 0 lost, {twice} emitted twice")
+    print(
+        f"\nfull state disk (engine {engine_process}): paused with lag {paused}, went on once "
+        f"space was freed; {len(lines)} records, 0 lost, {twice} emitted twice"
+    )

@@ -26,23 +26,31 @@ BIG = 16 * 1024 * 1024
 
 
 def test_the_fingerprint_stage_cuts_records_too_large_for_any_output(
-        kafka_bootstrap, unique_topic, tmp_path: Path) -> None:
+    kafka_bootstrap, unique_topic, tmp_path: Path
+) -> None:
     topics = make_topics(unique_topic, 1)
-    topics["input"] = unique_topic(partitions=1, prefix="in-large",
-                                   configs={"max.message.bytes": str(BIG)})
-    staged = {"PROBES": unique_topic(partitions=2, prefix="probes"),
-              "ANSWERS": unique_topic(partitions=1, prefix="answers"),
-              "ORIGINALS": unique_topic(partitions=1, prefix="originals")}
+    topics["input"] = unique_topic(
+        partitions=1, prefix="in-large", configs={"max.message.bytes": str(BIG)}
+    )
+    staged = {
+        "PROBES": unique_topic(partitions=2, prefix="probes"),
+        "ANSWERS": unique_topic(partitions=1, prefix="answers"),
+        "ORIGINALS": unique_topic(partitions=1, prefix="originals"),
+    }
     settings = service_settings(kafka_bootstrap, topics, f"stage-large-{uuid.uuid4().hex[:8]}")
-    env = {**service_env(settings, tmp_path / "state"), "STREAM_DEDUP__SCALE__SCOPE": "global",
-           "STREAM_DEDUP__TOPOLOGY__PROBES_PARTITIONS": "2",
-           "STREAM_DEDUP__TOPOLOGY__JOIN_PARTITIONS": "1"}
+    env = {
+        **service_env(settings, tmp_path / "state"),
+        "STREAM_DEDUP__SCALE__SCOPE": "global",
+        "STREAM_DEDUP__TOPOLOGY__PROBES_PARTITIONS": "2",
+        "STREAM_DEDUP__TOPOLOGY__JOIN_PARTITIONS": "1",
+    }
     env.update({f"STREAM_DEDUP__TOPOLOGY__{key}_TOPIC": topic for key, topic in staged.items()})
     _, lines = stream_lines(300)
-    large = [b'{"id": "large-1", "text": "' + b"a" * 1_500_000 + b'"}',
-             b'{"id": "large-2", "text": "' + b"b" * 10_000_000 + b'"}']
-    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, max_request_size=BIG,
-                             acks="all")
+    large = [
+        b'{"id": "large-1", "text": "' + b"a" * 1_500_000 + b'"}',
+        b'{"id": "large-2", "text": "' + b"b" * 10_000_000 + b'"}',
+    ]
+    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, max_request_size=BIG, acks="all")
     try:
         for i, raw in enumerate(lines):
             if i in (100, 200):
@@ -53,8 +61,12 @@ def test_the_fingerprint_stage_cuts_records_too_large_for_any_output(
         producer.close()
     log = tmp_path / "fingerprint.log"
     with open(log, "ab") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "stream_dedup.cli", "stage",
-                                 "fingerprint"], env=env, stdout=out, stderr=out)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "stream_dedup.cli", "stage", "fingerprint"],
+            env=env,
+            stdout=out,
+            stderr=out,
+        )
     group = f"{settings.kafka.group_id}-fingerprint"
     try:
         deadline = time.monotonic() + 180
