@@ -14,7 +14,8 @@ from __future__ import annotations
 import subprocess
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -88,57 +89,60 @@ def _recovered(
     )
 
 
-def test_500_ms_of_latency_on_every_answer(proxied_kafka, proxied_topic, tmp_path) -> None:
-    """The service goes on under the latency (slower: each batch waits for answers), and at
-    full speed once it is gone."""
-    lines, topics, settings = _backlog(proxied_kafka, proxied_topic, "latency")
+@contextmanager
+def _mid_stream(
+    broker: ProxiedBroker, proxied_topic: Callable[..., str], tmp_path: Path, fault: str
+) -> Iterator[tuple[Settings, subprocess.Popen, Path]]:
+    """The service reading a backlog through the proxy, the first records of it read: the block
+    injects `fault`; after it the service must read the rest by itself (`_recovered`)."""
+    lines, topics, settings = _backlog(broker, proxied_topic, fault.split()[0])
     log = tmp_path / "service.log"
     proc = start_service(settings, tmp_path / "state", log)
     try:
         wait_lag_below(settings, RECORDS - 1_000, proc, timeout_s=120)
+        yield settings, proc, log
+    except BaseException:
+        proc.kill()
+        raise
+    _recovered(settings, topics, lines, proc, log, fault)
+
+
+def test_500_ms_of_latency_on_every_answer(proxied_kafka, proxied_topic, tmp_path) -> None:
+    """The service goes on under the latency (slower: each batch waits for answers), and at
+    full speed once it is gone."""
+    with _mid_stream(proxied_kafka, proxied_topic, tmp_path, "latency of 500 ms for 20 s") as (
+        settings,
+        proc,
+        _,
+    ):
         with proxied_kafka.proxy.fault("latency", ("downstream",), latency=500):
             slow = _lag(settings)
             time.sleep(20)
             assert proc.poll() is None, "the service died of the latency"
             still = _lag(settings)
         assert 0 < still < slow, f"lag {slow} -> {still}: no progress with 500 ms of latency"
-    except BaseException:
-        proc.kill()
-        raise
-    _recovered(settings, topics, lines, proc, log, "500 ms latency for 20 s")
 
 
 def test_connections_reset_again_and_again(proxied_kafka, proxied_topic, tmp_path) -> None:
-    lines, topics, settings = _backlog(proxied_kafka, proxied_topic, "reset")
-    log = tmp_path / "service.log"
-    proc = start_service(settings, tmp_path / "state", log)
-    try:
-        wait_lag_below(settings, RECORDS - 1_000, proc, timeout_s=120)
+    with _mid_stream(
+        proxied_kafka, proxied_topic, tmp_path, "resets of every connection, 4 times"
+    ) as (settings, proc, _):
         for _ in range(4):  # every open connection and every new one reset for 1.5 s
             with proxied_kafka.proxy.fault("reset_peer", timeout=0):
                 time.sleep(1.5)
             time.sleep(2.0)
             assert proc.poll() is None, "the service died of a reset connection"
         assert _lag(settings) > 0, "the stream ended before the resets did: they tested nothing"
-    except BaseException:
-        proc.kill()
-        raise
-    _recovered(settings, topics, lines, proc, log, "connections reset 4 times")
 
 
 def test_traffic_black_holed_for_30_s(proxied_kafka, proxied_topic, tmp_path) -> None:
-    lines, topics, settings = _backlog(proxied_kafka, proxied_topic, "blackhole")
-    log = tmp_path / "service.log"
-    proc = start_service(settings, tmp_path / "state", log)
-    try:
-        wait_lag_below(settings, RECORDS - 1_000, proc, timeout_s=120)
+    with _mid_stream(proxied_kafka, proxied_topic, tmp_path, "blackhole of 30 s") as (
+        settings,
+        proc,
+        log,
+    ):
         with proxied_kafka.proxy.fault("timeout", timeout=0):  # dropped, connections kept open
             time.sleep(30)
             assert proc.poll() is None, "the service died while the broker was silent"
         assert _lag(settings) > 0, "the stream ended before the black hole: it tested nothing"
-    except BaseException:
-        proc.kill()
-        raise
-    _recovered(settings, topics, lines, proc, log, "30 s black hole")
-    said = log.read_text(errors="replace")
-    assert "WARNING" in said, "the silent broker was not reported"
+    assert "WARNING" in log.read_text(errors="replace"), "the silent broker was not reported"
