@@ -118,8 +118,8 @@ class KafkaSink:
         self.metrics = metrics
         self.ready = ready
         self._said: dict[int, tuple[float, int]] = {}  # error code: (last said, not said since)
-        # The most bytes a record of each topic may take (`prepare`), lowered when the broker
-        # refuses a record as too large (a topic's limit lowered since the start).
+        # The most bytes a record of each topic may take (`prepare`), read again when the
+        # broker refuses a record as too large (a topic's limit lowered since the start).
         self.limits: dict[str, int] = {}
         self.producer: Producer = self._connect()
 
