@@ -39,6 +39,11 @@
 #                          scram.user, scram.password. The user is created at format time
 #                          (StorageTool format --add-scram). `clean` deletes them all.
 #   KAFKA_SECURE_PORT      the SASL_SSL listener port (default KAFKA_PORT + 2)
+#   KAFKA_ADVERTISED_PORT  the port the PLAINTEXT listener tells clients to connect to after
+#                          bootstrap (default KAFKA_PORT). The fault-injection tests set it to a
+#                          proxy's listen port, so that every connection goes through the proxy;
+#                          that proxy must forward to KAFKA_PORT before `start` (the readiness
+#                          check connects through it too).
 #   KAFKA_SCRAM_USER       the SCRAM user (default alice)
 #   KAFKA_SCRAM_PASSWORD   its password (default: random, made once per run folder)
 set -euo pipefail
@@ -67,6 +72,7 @@ PYTHON=${PYTHON:-python3}
 KAFKA_SECURE=${KAFKA_SECURE:-0}
 KAFKA_SECURE_PORT=${KAFKA_SECURE_PORT:-$((KAFKA_PORT + 2))}
 KAFKA_SCRAM_USER=${KAFKA_SCRAM_USER:-alice}
+KAFKA_ADVERTISED_PORT=${KAFKA_ADVERTISED_PORT:-$KAFKA_PORT}
 
 DATA_DIR="$RUN_DIR/data"
 LOG_DIR="$RUN_DIR/logs"
@@ -96,7 +102,7 @@ usage() {
 check_settings() {
   local v
   for v in KAFKA_PORT KAFKA_CONTROLLER_PORT KAFKA_NODE_ID KAFKA_START_TIMEOUT KAFKA_STOP_TIMEOUT \
-      KAFKA_BROKER_SESSION_TIMEOUT_MS KAFKA_SECURE_PORT; do
+      KAFKA_BROKER_SESSION_TIMEOUT_MS KAFKA_SECURE_PORT KAFKA_ADVERTISED_PORT; do
     [[ ${!v} =~ ^[0-9]+$ ]] || die "$v must be a number, got '${!v}'"
   done
   [[ $KAFKA_PORT != "$KAFKA_CONTROLLER_PORT" ]] || die "KAFKA_PORT and KAFKA_CONTROLLER_PORT are both $KAFKA_PORT"
@@ -270,9 +276,11 @@ print_log_tail() {
 write_config() {
   local heartbeat_ms=$((KAFKA_BROKER_SESSION_TIMEOUT_MS / 3))
   local listeners="PLAINTEXT://$HOST:$KAFKA_PORT" protocols="CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
+  local advertised="PLAINTEXT://$HOST:$KAFKA_ADVERTISED_PORT"
   ((heartbeat_ms <= 2000)) || heartbeat_ms=2000
   if [[ $KAFKA_SECURE == 1 ]]; then
     listeners+=",SASL_SSL://$HOST:$KAFKA_SECURE_PORT"
+    advertised+=",SASL_SSL://$HOST:$KAFKA_SECURE_PORT"
     protocols+=",SASL_SSL:SASL_SSL"
   fi
   (umask 077; : >"$CONFIG")  # holds the keystore password when secure
@@ -282,7 +290,7 @@ process.roles=broker,controller
 node.id=$KAFKA_NODE_ID
 controller.quorum.bootstrap.servers=$HOST:$KAFKA_CONTROLLER_PORT
 listeners=$listeners,CONTROLLER://$HOST:$KAFKA_CONTROLLER_PORT
-advertised.listeners=$listeners,CONTROLLER://$HOST:$KAFKA_CONTROLLER_PORT
+advertised.listeners=$advertised,CONTROLLER://$HOST:$KAFKA_CONTROLLER_PORT
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=$protocols

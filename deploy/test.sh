@@ -7,6 +7,9 @@
 #   3. Kafka broker jars (deploy/kafka/pom.xml via maven, cached in deploy/kafka/.m2/)
 #   4. a fresh real Kafka broker on 127.0.0.1:$TEST_KAFKA_PORT (default 19092, so a developer's
 #      broker on 9092 is left alone), stopped again on exit whatever happens
+#   4b. Toxiproxy, the fault proxy (built from its Go module by deploy/toxiproxy.sh), its API on
+#      127.0.0.1:$TEST_TOXIPROXY_PORT (default 19290), stopped again on exit whatever happens;
+#      the fault tests start a broker of their own behind it
 #   5. ruff check stream_dedup tests bench
 #   6. mkdocs build --strict (the docs site, with the benchmark results it includes)
 #   7. python -m pytest (all tests; "no tests collected" counts as a failure)
@@ -15,7 +18,8 @@
 #
 # The tests see STREAM_DEDUP_KAFKA_BOOTSTRAP=127.0.0.1:$TEST_KAFKA_PORT and the KAFKA_PORT,
 # KAFKA_CONTROLLER_PORT, KAFKA_RUN_DIR of that broker, so `bash deploy/kafka.sh kill9|start`
-# from a test acts on this very broker. Extra arguments are passed to pytest.
+# from a test acts on this very broker, and STREAM_DEDUP_TOXIPROXY_URL (the fault proxy's API).
+# Extra arguments are passed to pytest.
 set -euo pipefail
 
 REPO_ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
@@ -27,6 +31,9 @@ export KAFKA_PORT=${TEST_KAFKA_PORT:-19092}
 export KAFKA_CONTROLLER_PORT=${TEST_KAFKA_CONTROLLER_PORT:-19093}
 export KAFKA_RUN_DIR=${TEST_KAFKA_RUN_DIR:-$REPO_ROOT/deploy/.run/test-kafka-$KAFKA_PORT}
 export STREAM_DEDUP_KAFKA_BOOTSTRAP="127.0.0.1:$KAFKA_PORT"
+export TOXIPROXY_PORT=${TEST_TOXIPROXY_PORT:-19290}
+export TOXIPROXY_RUN_DIR=$REPO_ROOT/deploy/.run/test-toxiproxy-$TOXIPROXY_PORT
+export STREAM_DEDUP_TOXIPROXY_URL="http://127.0.0.1:$TOXIPROXY_PORT"
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore PYTHONUNBUFFERED=1
 
 # What deploy/.run held before this run: anything new in it (the test broker's data, the tests'
@@ -37,6 +44,7 @@ mapfile -t RUN_BEFORE < <(ls -A "$RUN_ROOT" 2>/dev/null || true)
 START=$SECONDS
 STEP_START=$SECONDS
 BROKER_STARTED=0
+TOXIPROXY_STARTED=0
 
 section() {
   if ((SECONDS > START)); then
@@ -67,6 +75,10 @@ on_exit() {
       printf -- '---\n'
     fi
     bash deploy/kafka.sh stop || true
+  fi
+  if ((TOXIPROXY_STARTED)); then
+    printf '\n========== stop Toxiproxy ==========\n'
+    bash deploy/toxiproxy.sh stop || true
   fi
   clean_run_dir
   printf '\ntest.sh: exit %s after %s s\n' "$rc" "$((SECONDS - START))"
@@ -102,6 +114,11 @@ section "Kafka broker on $STREAM_DEDUP_KAFKA_BOOTSTRAP (fresh data dir $KAFKA_RU
 bash deploy/kafka.sh clean || fail "cleaning the previous test broker"
 BROKER_STARTED=1
 bash deploy/kafka.sh start || fail "starting the Kafka broker"
+
+# ---------------------------------------------------------------------------------------------
+section "Toxiproxy on $STREAM_DEDUP_TOXIPROXY_URL (go install, cached in deploy/toxiproxy/.bin)"
+TOXIPROXY_STARTED=1
+bash deploy/toxiproxy.sh start || fail "building or starting Toxiproxy"
 
 # ---------------------------------------------------------------------------------------------
 section "ruff check stream_dedup tests bench"

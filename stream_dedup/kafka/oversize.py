@@ -7,12 +7,14 @@ would never be committed. `fit` turns each such output into a dead letter whose 
 fit the dead-letter topic, with headers giving the original size, a digest of the whole value and
 the reason. `shrink` does the same for an output the broker refused anyway (a limit changed since
 the start); a cut dead letter it refuses too is skipped by the sink, which logs and counts it.
+The service fits each routed output (`route.route`), the stages of scope global their outputs
+(`fit_all`): one rule for both.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from . import headers as h
@@ -84,6 +86,16 @@ def fit(o: Output, limits: Mapping[str, int], dead_letter_topic: str,
     return cut(o, f"record of {len(o.value or b'')} bytes is too large for topic {o.topic} "
                   f"(at most {limit} bytes a record)", dead_letter_topic,
                limits.get(dead_letter_topic, PRODUCER_MAX_BYTES), source)
+
+
+def fit_all(outputs: Sequence[Output], limits: Mapping[str, int], dead_letter_topic: str
+            ) -> list[Output]:
+    """`fit` of every output whose value is long enough to need it (`quick_bound`), for a loop
+    whose outputs are not routed from input records one by one (the stages of scope global):
+    a dead letter made here reads its source from the output's own headers."""
+    quick = quick_bound(limits)
+    return [fit(o, limits, dead_letter_topic) if len(o.value or b"") > quick else o
+            for o in outputs]
 
 
 def is_cut(o: Output) -> bool:

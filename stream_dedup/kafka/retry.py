@@ -26,9 +26,20 @@ class GaveUp(Exception):
     """The service is stopping and its shutdown time ran out before the step succeeded."""
 
 
+class CutShort(GaveUp):
+    """The service is stopping, and the step was one not worth finishing first (a changelog
+    restore, a wait for room on a full state disk): it ended at once, nothing of its batch was
+    delivered or committed."""
+
+
 class TransactionAborted(Exception):
     """`kafka.guarantee: exactly_once`: the batch's transaction was aborted (or fenced), none of
     it is visible; the service decides the batch again (`kafka/transaction.py`)."""
+
+
+def stopped_how(exc: GaveUp) -> str:
+    """How a stop ended the step that raised `exc`, for its one log line."""
+    return "stopped on request" if isinstance(exc, CutShort) else "shutdown time ran out"
 
 
 def is_retriable(exc: BaseException) -> bool:
@@ -42,13 +53,16 @@ def _ignore(what: str, exc: BaseException) -> None:
 @dataclass(frozen=True, slots=True)
 class Backoff:
     """Waits between attempts; `give_up` is asked before each wait, `on_retry(what, error)` is
-    told of each failed attempt that `call` retries (the service counts them as broker errors)."""
+    told of each failed attempt that `call` retries (the service counts them as broker errors).
+    `stopping` is true once a stop was asked: steps not worth finishing then (`CutShort`) end
+    at once rather than when `give_up` turns true."""
 
     first_s: float
     max_s: float
     give_up: Callable[[], bool] = lambda: False
     sleep: Callable[[float], None] = time.sleep
     on_retry: Callable[[str, BaseException], None] = _ignore
+    stopping: Callable[[], bool] = lambda: False
 
     def call(self, what: str, step: Callable[[], T], limit_s: float | None = None) -> T:
         """Run `step` until it succeeds; raise GaveUp when `give_up()` turns true first, and a

@@ -62,6 +62,8 @@ REFUSED_RECORD = frozenset({
     KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.INVALID_RECORD, KafkaError.RECORD_LIST_TOO_LARGE,
     KafkaError.INVALID_TIMESTAMP,
 })
+# Of those, the ones that say the topic takes smaller records than its limit said at start.
+TOO_LARGE = frozenset({KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.RECORD_LIST_TOO_LARGE})
 
 
 def is_permanent(err: KafkaError) -> bool:
@@ -116,6 +118,9 @@ class KafkaSink:
         self.metrics = metrics
         self.ready = ready
         self._said: dict[int, tuple[float, int]] = {}  # error code: (last said, not said since)
+        # The most bytes a record of each topic may take (`prepare`), read again when the
+        # broker refuses a record as too large (a topic's limit lowered since the start).
+        self.limits: dict[str, int] = {}
         self.producer: Producer = self._connect()
 
     def _connect(self) -> Producer:
@@ -145,13 +150,16 @@ class KafkaSink:
     def prepare(self, topics: Sequence[str]) -> Mapping[str, int]:
         """Learn where each of `topics` lives now, so that the first batches do not wait for it
         (and a refused login or a missing topic is said at start, not at the first batch);
-        returns the most bytes a record of each may take."""
+        returns the most bytes a record of each may take (`limits`, which the sink keeps up to
+        date)."""
         limit_s = self.settings.connect_timeout_s
         for topic in topics:
             self.backoff.call(f"reading the partitions of {topic}", partial(self._learn, topic),
                               limit_s)
-        return limits_of(self.backoff.call("reading the topics' max.message.bytes",
-                                           partial(self._max_message_bytes, topics), limit_s))
+        self.limits.update(limits_of(self.backoff.call(
+            "reading the topics' max.message.bytes", partial(self._max_message_bytes, topics),
+            limit_s)))
+        return self.limits
 
     def _max_message_bytes(self, topics: Sequence[str]) -> dict[str, int]:
         return max_message_bytes(self.settings, topics)
@@ -228,6 +236,7 @@ class KafkaSink:
         input offset is committed with the batch), logged and counted."""
         letters: list[Output] = []
         rest: list[tuple[Output, KafkaError]] = []
+        self.learn_limits(sent.failed)
         for output, err in sent.failed:
             if err.code() not in REFUSED_RECORD:
                 rest.append((output, err))
@@ -244,6 +253,18 @@ class KafkaSink:
                 letters.append(letter)
         sent.failed = rest
         return letters
+
+    def learn_limits(self, failed: Sequence[tuple[Output, KafkaError]]) -> None:
+        """Read again the limit of each topic that refused a record as too large (it was
+        lowered since the start): the outputs routed from now on are cut to fit it
+        (`oversize.fit`) before they are sent. (The broker refuses a whole record batch, so a
+        refused record may be a small one beside a large one: only the topic's own limit says
+        which records are too large.)"""
+        topics = sorted({o.topic for o, err in failed if err.code() in TOO_LARGE})
+        if topics:
+            self.limits.update(limits_of(self.backoff.call(
+                "reading the topics' max.message.bytes again",
+                partial(self._max_message_bytes, topics))))
 
     def deliver(self, outputs: Sequence[Output]) -> None:
         """`send` and `complete` at once."""

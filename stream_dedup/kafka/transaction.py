@@ -24,6 +24,9 @@ their first verdicts, so exactly one committed copy exists):
 - Fenced producer: another producer initialised this transactional id, or the transaction was
   open longer than `kafka.transaction_timeout_ms` and the broker aborted it (both bump the
   producer epoch). The producer is unusable then: a new one takes the id over.
+- A record the broker refuses as too large (its topic's limit lowered since the start): the
+  sink learns the lower limit, so the batch decided again has that output cut into a dead
+  letter (`oversize.fit`), written in the next transaction instead.
 - Any other abortable error (a delivery that failed for good inside the transaction).
 Retriable errors (the broker away, a timeout) are retried with the service's backoff.
 
@@ -57,7 +60,7 @@ from ..errors import ServiceError
 from .reporting import NULL_METER, NULL_READY, Meter, Ready
 from .retry import Backoff, TransactionAborted
 from .route import Output
-from .sink import KafkaSink, Sent, is_permanent, producer_config
+from .sink import TOO_LARGE, KafkaSink, Sent, is_permanent, producer_config
 
 log = logging.getLogger(__name__)
 
@@ -186,6 +189,15 @@ class TransactionalSink(KafkaSink):
             fenced = next((err for _, err in sent.failed if err.fatal()), None)
             if fenced is not None:
                 self._failed(fenced)
+            too_large = [(o, err) for o, err in sent.failed if err.code() in TOO_LARGE]
+            if too_large:  # a topic's limit lowered since the start; the record dooms the
+                self.learn_limits(too_large)  # transaction, and cut it goes into the next one
+                try:
+                    self.abort(f"{len(too_large)} records refused by topic "
+                               f"{too_large[0][0].topic} as too large ({too_large[0][1].str()}):"
+                               " the batch is decided again with them cut into dead letters")
+                finally:  # the refused partition's sequence stalls librdkafka's next sends
+                    self._renew(None)  # there until they time out: a new producer has none
             for output, err in sent.failed:
                 if is_permanent(err):
                     self.abort(f"writing to {output.topic} failed for good", quiet=True)

@@ -73,6 +73,7 @@ def _serve(conn: Connection, settings: Settings, path: str) -> None:
     except BaseException as exc:
         conn.send(("error", exc))
         return
+    failed = False
     try:
         conn.send(("ok", engine.stored_messages(), engine.stats, _figures(engine)))
         while True:
@@ -86,6 +87,7 @@ def _serve(conn: Connection, settings: Settings, path: str) -> None:
             try:
                 verdicts = engine.process([Message(*row) for row in rows], normalized)
             except BaseException as exc:
+                failed = True
                 conn.send(("error", exc))
                 return
             conn.send(("ok", [(v.id, v.decision.value, v.reason, v.matched_id, v.distance,
@@ -94,7 +96,11 @@ def _serve(conn: Connection, settings: Settings, path: str) -> None:
     except (BrokenPipeError, ConnectionResetError):
         return  # the parent died while the verdicts were on their way
     finally:
-        engine.close()
+        try:
+            engine.close()
+        except StateError:
+            if not failed:  # else the state broke with the error the parent was sent
+                raise
 
 
 class _Bloom:

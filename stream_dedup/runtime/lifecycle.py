@@ -172,7 +172,7 @@ def lifecycle(k: KafkaSettings, m: MetricsSettings, metrics: ServesMetrics,
 
     with stop_on_signals(shutdown):
         backoff = Backoff(k.retry_backoff_s, k.retry_backoff_max_s, shutdown.expired,
-                          on_retry=on_retry)
+                          on_retry=on_retry, stopping=lambda: shutdown.requested)
         server = start_metrics_port(metrics, m, ready)
         try:
             yield Lifecycle(shutdown, backoff)

@@ -26,6 +26,7 @@ from .contracts import Decider, ServiceStats
 from .engine_process import EngineProcess
 from .lifecycle import close_all, lifecycle
 from .service import Service
+from .state_space import OutlastsFullDisk
 
 log = logging.getLogger(__name__)
 
@@ -34,9 +35,10 @@ def open_decider(settings: Settings, root: str, backoff: Backoff,
                  changelog: ChangelogProducer | None = None
                  ) -> tuple[Decider, ConsumerRebalanceListener | None]:
     """The engine of `scale.scope` and the rebalance listener it needs: one engine over every
-    partition (`process`; in a child process with `engine.process: child`), or one per
-    partition restored from its changelog (`key`; its records written by `changelog`, the
-    transactional sink's producer under exactly_once, else a producer of their own)."""
+    partition (`process`; in a child process with `engine.process: child`), which waits out a
+    full state disk until a stop is asked (`state_space`), or one per partition restored from its
+    changelog (`key`; its records written by `changelog`, the transactional sink's producer
+    under exactly_once, else a producer of their own)."""
     scope = settings.scale.scope
     if scope == "global":
         raise ConfigError("scale.scope", "'global' runs as three stages, not as `run`",
@@ -45,8 +47,8 @@ def open_decider(settings: Settings, root: str, backoff: Backoff,
         engines = open_partitioned(settings, root, backoff, changelog)
         return engines, engines
     if settings.engine.process == "child":
-        return EngineProcess(settings, root), None
-    return open_engine(settings, root), None
+        return OutlastsFullDisk(lambda: EngineProcess(settings, root), backoff), None
+    return OutlastsFullDisk(lambda: open_engine(settings, root), backoff), None
 
 
 def _stopped_starting(exc: GaveUp) -> ServiceStats:

@@ -81,7 +81,7 @@ from typing import Any
 from .. import collector
 from ..config import Settings
 from ..kafka.reporting import NULL_METER, NULL_READY, STATE_OPEN, Meter, Ready
-from ..kafka.retry import GaveUp, Shutdown, TransactionAborted
+from ..kafka.retry import GaveUp, Shutdown, TransactionAborted, stopped_how
 from ..kafka.route import InputRecord, Output, decode_batch, first_offsets, next_offsets, route
 from ..kafka.source import BACKLOG_RECORDS
 from ..kafka.topics import configured_topics
@@ -184,8 +184,8 @@ class Service:
                     last_report = time.monotonic()
                     log.info("progress %s", self.stats.line())
         except GaveUp as exc:
-            log.warning("shutdown time ran out (%s): the last batch was not committed and will "
-                        "be replayed on restart", exc)
+            log.warning("%s (%s): the last batch was not committed and will be replayed on "
+                        "restart", stopped_how(exc), exc)
         finally:
             self.close()
         log.info("stopped %s", self.stats.line())

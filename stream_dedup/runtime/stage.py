@@ -14,6 +14,8 @@ guarantee, as in the service):
    this member after the next rebalance, reads them again). The fingerprint stage may keep
    records back for a later batch (`merge.py`); those are not committed either.
 3. Handle: the stage's work; its state writes are applied locally and sent to the changelog.
+   An output its topic cannot take becomes a dead letter cut to fit, as in the service
+   (`kafka.oversize.fit_all`; the limits are read from the topics at start).
 4. Wait until the broker acknowledged the changelog records.
 5. Deliver the outputs and wait for their acknowledgements.
 6. Commit the input offsets.
@@ -40,7 +42,8 @@ from typing import Protocol
 from prometheus_client import CollectorRegistry
 
 from ..config import KafkaSettings, Settings
-from ..kafka.retry import Backoff, GaveUp
+from ..kafka.oversize import fit_all
+from ..kafka.retry import Backoff, GaveUp, stopped_how
 from ..kafka.route import InputRecord, Output, next_offsets
 from ..kafka.sink import KafkaSink
 from ..kafka.source import KafkaSource
@@ -113,6 +116,7 @@ class StageLoop:
         self.source: KafkaSource | None = None
         self.sink: KafkaSink | None = None
         self.owned: set[tuple[str, int]] | None = None
+        self.limits: Mapping[str, int] = {}  # bytes a record of each output topic may take
         self.handled = self.batches = 0
         self.started = self.last = time.monotonic()
 
@@ -121,9 +125,10 @@ class StageLoop:
         k, stage, backoff = self.k, self.stage, self.life.backoff
         self.source = source = KafkaSource(k, backoff, self.metrics, self.ready)
         self.sink = sink = KafkaSink(k, backoff, self.metrics, self.ready)
-        require_topics(k, {*k.input_topics, *stage.outputs}, source.topics(),
+        outputs = list(dict.fromkeys((*stage.outputs, k.dead_letter_topic)))
+        require_topics(k, {*k.input_topics, *outputs}, source.topics(),
                        "same --config, scale.scope: global")
-        sink.prepare(stage.outputs)
+        self.limits = sink.prepare(outputs)
         stage.start(backoff)
         log.info("running stage=%s group=%s topics=%s", stage.name, k.group_id,
                  ",".join(k.input_topics))
@@ -142,7 +147,7 @@ class StageLoop:
         records = stage.release(records, served, caught_up)
         if records:
             began = time.monotonic()
-            outputs = stage.handle(records)  # 3.
+            outputs = fit_all(stage.handle(records), self.limits, self.k.dead_letter_topic)  # 3.
             acknowledged = stage.flush(self.k.commit_timeout_s)  # 4.
             sink.deliver(outputs)  # 5.
             if not source.commit(next_offsets(records)):  # 6.
@@ -199,7 +204,7 @@ def run_stage(settings: Settings, stage: Stage) -> int:
                 loop.step(source, sink)
                 loop.progress()
         except GaveUp as exc:
-            log.warning("shutdown time ran out (%s): the last batch will be replayed", exc)
+            log.warning("%s (%s): the last batch will be replayed", stopped_how(exc), exc)
         finally:
             loop.close()
     log.info("stopped stage=%s records=%d batches=%d elapsed_s=%.0f", stage.name,

@@ -8,7 +8,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
@@ -17,7 +17,7 @@ from kafka.errors import TopicAlreadyExistsError
 from ..config import KafkaSettings, Settings
 from ..engine.stored import TABLES
 from ..errors import ServiceError
-from ..kafka.retry import Backoff
+from ..kafka.retry import Backoff, CutShort
 from ..kafka.security import connect
 from ..kafka.topics import TIMEOUT_MS, admin, cluster
 from ..state import open_store
@@ -69,11 +69,13 @@ def changelog_end(settings: KafkaSettings, topic: str, partition: int) -> int:
 
 def restore(inner: KVStore, settings: KafkaSettings, topic: str, partition: int,
             timeout_s: float, max_record_bytes: int = 1 << 20,
-            start_offset: int | None = None) -> RestoreReport:
+            start_offset: int | None = None,
+            stopping: Callable[[], bool] = lambda: False) -> RestoreReport:
     """Apply the changelog partition, from `start_offset` (None: its beginning, into an empty
     `inner`) to the end offset it has when the restore starts, to `inner`. ServiceError when
     it does not finish within `timeout_s`; CheckpointMismatch when `start_offset` is before
-    the partition's first offset or after its end."""
+    the partition's first offset or after its end; CutShort as soon as `stopping()` (a stop
+    was asked: the next start restores again, and records applied twice are harmless)."""
     started = time.monotonic()
     tp = TopicPartition(topic, partition)
     reader = _reader(settings, max_record_bytes)
@@ -89,6 +91,9 @@ def restore(inner: KVStore, settings: KafkaSettings, topic: str, partition: int,
                                      f"{topic}/{partition} is outside {first}..{end}")
         reader.seek(tp, start_offset)
         while reader.position(tp) < end:
+            if stopping():
+                raise CutShort(f"restoring changelog {topic}/{partition} at offset "
+                               f"{reader.position(tp)} of {end}")
             left = timeout_s - (time.monotonic() - started)
             if left <= 0:
                 raise ServiceError(
@@ -149,7 +154,8 @@ def _restore(inner: KVStore, settings: Settings, topic: str, partition: int,
 
     def attempt() -> RestoreReport:
         return restore(inner, settings.kafka, topic, partition, sc.restore_timeout_s,
-                       sc.changelog_max_record_bytes, start)
+                       sc.changelog_max_record_bytes, start,
+                       backoff.stopping if backoff is not None else lambda: False)
 
     if backoff is None:
         return attempt()

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from fault_proxy import FaultProxy
 
 BOOTSTRAP_ENV = "STREAM_DEDUP_KAFKA_BOOTSTRAP"
 _HERE = Path(__file__).resolve().parent
@@ -103,9 +104,8 @@ def changelogs(kafka_bootstrap):
         client.close()
 
 
-@pytest.fixture
-def unique_topic(kafka_admin, request: pytest.FixtureRequest) -> Iterator[Callable[..., str]]:
-    """Factory: ``unique_topic(partitions=1, configs=None, prefix=None) -> name``.
+def _topic_factory(admin, request: pytest.FixtureRequest) -> Iterator[Callable[..., str]]:
+    """Factory: ``make(partitions=1, configs=None, prefix=None) -> name``.
 
     Creates a topic with a name unique to this call (replication factor 1), waits until every
     partition has a leader, and deletes all topics it made when the test ends.
@@ -117,7 +117,7 @@ def unique_topic(kafka_admin, request: pytest.FixtureRequest) -> Iterator[Callab
         partitions: int = 1, configs: dict[str, str] | None = None, prefix: str | None = None
     ) -> str:
         name = f"{prefix or test_part}-{uuid.uuid4().hex[:10]}"
-        kafka_admin.create_topics(
+        admin.create_topics(
             {
                 name: {
                     "num_partitions": partitions,
@@ -134,11 +134,17 @@ def unique_topic(kafka_admin, request: pytest.FixtureRequest) -> Iterator[Callab
 
     if created:
         try:
-            kafka_admin.delete_topics(created, raise_errors=False)
+            admin.delete_topics(created, raise_errors=False)
         except Exception as exc:  # a test may have left the broker down; do not mask its result
             import warnings
 
             warnings.warn(f"could not delete test topics {created}: {exc}", stacklevel=1)
+
+
+@pytest.fixture
+def unique_topic(kafka_admin, request: pytest.FixtureRequest) -> Iterator[Callable[..., str]]:
+    """Topics on the broker of `kafka_bootstrap` (`_topic_factory`)."""
+    yield from _topic_factory(kafka_admin, request)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -193,3 +199,74 @@ def secure_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBro
                            secrets / "scram.password", secrets / "ca.pem", run_dir)
     finally:
         script("stop")
+
+
+# ---------------------------------------------------------------------------------------------
+# A third broker reached only through a Toxiproxy proxy (deploy/toxiproxy.sh; deploy/test.sh
+# starts the server and exports its URL): the broker advertises the proxy's listen port, so that
+# after bootstrap every client connection goes through the proxy too, and a fault put on the
+# proxy reaches every one of them.
+
+TOXIPROXY_ENV = "STREAM_DEDUP_TOXIPROXY_URL"
+PROXIED_PORT_ENV = "STREAM_DEDUP_PROXIED_KAFKA_PORT"  # the broker's own port; controller +1
+PROXY_PORT_ENV = "STREAM_DEDUP_FAULT_PROXY_PORT"  # where the proxy listens
+
+
+@dataclasses.dataclass(frozen=True)
+class ProxiedBroker:
+    bootstrap: str  # the proxy's address: the only one clients are given
+    proxy: FaultProxy
+    run_dir: Path
+
+
+@pytest.fixture(scope="session")
+def proxied_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxiedBroker]:
+    """A real broker behind a fault proxy; a missing Toxiproxy or broker fails under CI."""
+    import subprocess
+
+    api = os.environ.get(TOXIPROXY_ENV, "").strip()
+    if not api:
+        service_unavailable(f"{TOXIPROXY_ENV} is not set: run `bash deploy/toxiproxy.sh start` "
+                            f"and `export {TOXIPROXY_ENV}=http://127.0.0.1:8474` (deploy/test.sh "
+                            "does both)")
+    port = int(os.environ.get(PROXIED_PORT_ENV, "19292"))
+    listen = f"127.0.0.1:{os.environ.get(PROXY_PORT_ENV, '19295')}"
+    proxy = FaultProxy(api, f"kafka-{port}", listen, f"127.0.0.1:{port}")
+    try:
+        proxy.version()
+        proxy.create()
+    except OSError as exc:
+        service_unavailable(f"no Toxiproxy answers at {TOXIPROXY_ENV}={api}: {exc}")
+    run_dir = tmp_path_factory.mktemp("proxied-kafka")
+    env = {**os.environ, "KAFKA_PORT": str(port), "KAFKA_CONTROLLER_PORT": str(port + 1),
+           "KAFKA_ADVERTISED_PORT": listen.rsplit(":", 1)[1], "KAFKA_RUN_DIR": str(run_dir),
+           "KAFKA_SECURE": "0"}
+
+    def script(command: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["bash", str(_SCRIPT), command], env=env, text=True,
+                              capture_output=True, timeout=600, check=False)
+
+    started = script("start")
+    try:
+        if started.returncode != 0:
+            service_unavailable(f"deploy/kafka.sh start behind the proxy failed (exit "
+                                f"{started.returncode}):\n{started.stdout}{started.stderr}"[-4000:])
+        yield ProxiedBroker(listen, proxy, run_dir)
+    finally:
+        script("stop")
+        proxy.delete()
+
+
+@pytest.fixture
+def proxied_topic(proxied_kafka: ProxiedBroker, request: pytest.FixtureRequest
+                  ) -> Iterator[Callable[..., str]]:
+    """Topics on the broker behind the fault proxy (`_topic_factory`), made with no fault on."""
+    proxied_kafka.proxy.clear()
+    admin = _admin(proxied_kafka.bootstrap)
+    topics = _topic_factory(admin, request)
+    try:
+        yield next(topics)
+    finally:
+        proxied_kafka.proxy.clear()  # a fault left on would keep the topics from being deleted
+        next(topics, None)
+        admin.close()

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from dev_stream import dev_stream_path
 from kafka import KafkaConsumer, TopicPartition
 
 from stream_dedup.config import KafkaSettings, Settings
+from stream_dedup.decode import decode
 from stream_dedup.engine.batch import Engine
 from stream_dedup.engine.stored import TABLES
 from stream_dedup.kafka.produce import new_producer, send_lines
@@ -229,3 +231,37 @@ def stop_service(proc: subprocess.Popen, log: Path, timeout_s: float = 60.0) -> 
         raise AssertionError(f"the service did not stop within {timeout_s:.0f} s of SIGTERM"
                              ) from None
     assert code == 0, f"exit {code}:\n{log.read_text(errors='replace')[-3000:]}"
+
+
+def wait_lag_below(settings, threshold: int, proc: subprocess.Popen, timeout_s: float) -> None:
+    """Wait until the group's lag is below `threshold`, asking every 20 ms on the same clients
+    (made for each question, they took ~0.2 s, during which the service decides thousands of
+    records)."""
+    k = settings.kafka
+    deadline = time.monotonic() + timeout_s
+    with LagWatch(k.bootstrap_servers, k.group_id, k.input_topics) as watch:
+        while (lag := watch.lag()) >= threshold:
+            assert proc.poll() is None, f"service exited with {proc.returncode}"
+            assert time.monotonic() < deadline, f"lag stayed at {lag} (waiting for < {threshold})"
+            time.sleep(0.02)
+
+
+def check_nothing_lost(settings, topics, lines) -> tuple[int, int]:
+    """Every input id in an output topic; file mode's uniques all in the output topic. Returns
+    (records emitted twice or more, distinct ids emitted)."""
+    bootstrap = settings.kafka.bootstrap_servers
+    unique = read_topic(bootstrap, topics["output"])
+    dups = read_topic(bootstrap, topics["duplicates"])
+    dead = read_topic(bootstrap, topics["dead"])
+    assert not dead
+    emitted = Counter(id_of(r.value) for r in unique + dups)
+    ids = [id_of(raw) for raw in lines]
+    missing = set(ids) - set(emitted)
+    assert not missing, f"{len(missing)} input ids lost, e.g. {sorted(missing)[:5]}"
+    messages = [decode(raw, "t", str(n), 0, settings.input) for n, raw in enumerate(lines)]
+    expected = file_mode_uniques(settings, messages)
+    out_ids = {id_of(r.value) for r in unique}
+    assert expected <= out_ids, f"{len(expected - out_ids)} file-mode uniques missing"
+    assert out_ids <= expected, f"{len(out_ids - expected)} outputs file mode calls duplicates"
+    twice = sum(n - 1 for n in emitted.values() if n > 1)
+    return twice, len(emitted)

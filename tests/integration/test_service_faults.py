@@ -17,7 +17,7 @@ from collections import Counter
 import pytest
 from kafka_helpers import (
     REPO,
-    file_mode_uniques,
+    check_nothing_lost,
     id_of,
     make_topics,
     produce,
@@ -27,46 +27,12 @@ from kafka_helpers import (
     stop_service,
     stream_lines,
     wait_drained,
+    wait_lag_below,
 )
 
-from stream_dedup.decode import decode
-from stream_dedup.kafka.topics import LagWatch, group_lag
+from stream_dedup.kafka.topics import group_lag
 
 pytestmark = pytest.mark.integration
-
-
-def _wait_lag_below(settings, threshold: int, proc: subprocess.Popen, timeout_s: float) -> None:
-    """Wait until the group's lag is below `threshold`, asking every 20 ms on the same clients
-    (made for each question, they took ~0.2 s, during which the service decides thousands of
-    records)."""
-    k = settings.kafka
-    deadline = time.monotonic() + timeout_s
-    with LagWatch(k.bootstrap_servers, k.group_id, k.input_topics) as watch:
-        while (lag := watch.lag()) >= threshold:
-            assert proc.poll() is None, f"service exited with {proc.returncode}"
-            assert time.monotonic() < deadline, f"lag stayed at {lag} (waiting for < {threshold})"
-            time.sleep(0.02)
-
-
-def _check_nothing_lost(settings, topics, lines) -> tuple[int, int]:
-    """Every input id in an output topic; file mode's uniques all in the output topic. Returns
-    (records emitted twice or more, distinct ids emitted)."""
-    bootstrap = settings.kafka.bootstrap_servers
-    unique = read_topic(bootstrap, topics["output"])
-    dups = read_topic(bootstrap, topics["duplicates"])
-    dead = read_topic(bootstrap, topics["dead"])
-    assert not dead
-    emitted = Counter(id_of(r.value) for r in unique + dups)
-    ids = [id_of(raw) for raw in lines]
-    missing = set(ids) - set(emitted)
-    assert not missing, f"{len(missing)} input ids lost, e.g. {sorted(missing)[:5]}"
-    messages = [decode(raw, "t", str(n), 0, settings.input) for n, raw in enumerate(lines)]
-    expected = file_mode_uniques(settings, messages)
-    out_ids = {id_of(r.value) for r in unique}
-    assert expected <= out_ids, f"{len(expected - out_ids)} file-mode uniques missing"
-    assert out_ids <= expected, f"{len(out_ids - expected)} outputs file mode calls duplicates"
-    twice = sum(n - 1 for n in emitted.values() if n > 1)
-    return twice, len(emitted)
 
 
 def _preloaded(kafka_bootstrap, unique_topic, records: int, partitions: int, group: str,
@@ -99,7 +65,7 @@ def test_kill9_the_service_three_times(kafka_bootstrap, unique_topic, tmp_path, 
     for lag_point in points:
         proc = start_service(settings, state, log)
         try:
-            _wait_lag_below(settings, lag_point, proc, timeout_s=120)
+            wait_lag_below(settings, lag_point, proc, timeout_s=120)
             time.sleep(rng.uniform(0.0, 0.1))  # anywhere in the next batches: poll .. commit
         finally:
             proc.kill()  # SIGKILL: no flush, no commit, no close
@@ -113,7 +79,7 @@ def test_kill9_the_service_three_times(kafka_bootstrap, unique_topic, tmp_path, 
         wait_drained(settings, timeout_s=120, alive=lambda: proc.poll() is None)
     finally:
         stop_service(proc, log)
-    twice, distinct = _check_nothing_lost(settings, topics, lines)
+    twice, distinct = check_nothing_lost(settings, topics, lines)
     print(f"\ncrash test (engine {engine_process}): {len(lines)} records, SIGKILL with {kills} committed; 0 lost, "
           f"{distinct} ids emitted, {twice} records emitted twice (replayed after a kill)")
 
@@ -132,7 +98,7 @@ def test_a_second_member_joins_mid_run_and_the_revoked_work_is_committed(
     second = None
     try:
         # The first member is mid-stream, always with a batch in flight, when the second joins.
-        _wait_lag_below(settings, len(lines) - 2_000, first, timeout_s=120)
+        wait_lag_below(settings, len(lines) - 2_000, first, timeout_s=120)
         second = start_service(settings, tmp_path / "second", second_log)
         wait_drained(settings, timeout_s=180,
                      alive=lambda: first.poll() is None and second.poll() is None)
@@ -162,7 +128,7 @@ def test_broker_killed_and_restarted_mid_run(kafka_bootstrap, unique_topic, tmp_
     proc = start_service(settings, tmp_path / "state", log)
     script = ["bash", str(REPO / "deploy" / "kafka.sh")]
     try:
-        _wait_lag_below(settings, int(len(lines) * 0.8), proc, timeout_s=120)
+        wait_lag_below(settings, int(len(lines) * 0.8), proc, timeout_s=120)
         subprocess.run([*script, "kill9"], check=True, capture_output=True, timeout=60)
         time.sleep(2)
         assert proc.poll() is None, "the service died with the broker"
@@ -172,7 +138,7 @@ def test_broker_killed_and_restarted_mid_run(kafka_bootstrap, unique_topic, tmp_
         # The broker must be up for later tests whatever happened here.
         subprocess.run([*script, "start"], check=False, capture_output=True, timeout=180)
         stop_service(proc, log)
-    twice, _ = _check_nothing_lost(settings, topics, lines)
+    twice, _ = check_nothing_lost(settings, topics, lines)
     text = log.read_text(errors="replace")
     said = ("not acknowledged yet", "failed, retrying", "re-sending")
     assert any(s in text for s in said), "the outage was not logged"

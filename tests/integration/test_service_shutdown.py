@@ -12,20 +12,26 @@ import socket
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from kafka_helpers import (
     REPO,
+    id_of,
     make_topics,
     produce,
+    read_topic,
     service_env,
     service_settings,
     start_service,
+    stop_service,
     stream_lines,
+    wait_drained,
+    wait_lag_below,
 )
 
-from stream_dedup.config import Settings
+from stream_dedup.config import ScaleSettings, Settings
 
 pytestmark = pytest.mark.integration
 SHUTDOWN_S = 8.0
@@ -121,3 +127,89 @@ def test_a_stop_with_the_broker_gone_mid_run_ends_within_the_timeout(
     assert len(said) == 1 and "shutdown time ran out" in said[0], said
     assert not [line for line in after if "last commit not made" in line
                 or "outputs unacknowledged" in line], "the close repeats what was said"
+
+
+def _stop_after(proc: subprocess.Popen, log: Path, after: str, delay_s: float
+                ) -> tuple[int, float, str]:
+    """SIGTERM `delay_s` after `after` is in the log; (exit code, seconds to exit, the log)."""
+    deadline = time.monotonic() + 180
+    while after not in log.read_text(errors="replace"):
+        assert proc.poll() is None, log.read_text(errors="replace")[-3000:]
+        assert time.monotonic() < deadline, f"never logged {after!r}"
+        time.sleep(0.05)
+    time.sleep(delay_s)
+    return _stop(proc, log, after)
+
+
+def _one_stop_line(text: str) -> list[str]:
+    """The service's own lines after SIGTERM other than INFO (kafka clients' lines aside)."""
+    return [line for line in _after_sigterm(text)
+            if " stream_dedup." in line and " INFO " not in line]
+
+
+def test_a_stop_mid_restore_of_the_changelog_ends_within_the_timeout(
+        kafka_bootstrap, unique_topic, changelogs, tmp_path) -> None:
+    """scope key: a first service fills the changelog, a second one on an empty state directory
+    restores it in full when the partition's first record arrives, and gets SIGTERM then."""
+    topics = make_topics(unique_topic, 1)
+    settings = _settings(kafka_bootstrap, topics, poll_batch_size=500)
+    changelogs.append(ScaleSettings().changelog_for(settings.kafka.group_id, topics["input"]))
+    _, lines = stream_lines(40_000)
+    produce(kafka_bootstrap, topics["input"], lines[:-100])
+    key = {"STREAM_DEDUP__SCALE__SCOPE": "key"}
+    first_log = tmp_path / "first.log"
+    first = start_service(settings, tmp_path / "first", first_log, env=key)
+    try:
+        wait_drained(settings, 240, alive=lambda: first.poll() is None)
+    finally:
+        stop_service(first, first_log, timeout_s=120)
+    produce(kafka_bootstrap, topics["input"], lines[-100:])  # a record to restore for
+    log = tmp_path / "second.log"
+    proc = start_service(settings, tmp_path / "second", log, env=key)
+    try:
+        code, took, text = _stop_after(proc, log, "partitions assigned", 0.5)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "partition restored" not in text.split("SIGTERM received")[0], (
+        "the restore ended before SIGTERM: it tested nothing")
+    assert code == 0 and took < SHUTDOWN_S, (code, took, text[-3000:])
+    assert "Traceback" not in text
+    said = _one_stop_line(text)
+    assert len(said) == 1 and "restor" in said[0], said
+    print(f"\nSIGTERM mid-restore: exit {code} after {took:.1f} s; said: {said[0][:200]}")
+
+
+def test_a_stop_during_a_rebalance_ends_within_the_timeout_and_loses_nothing(
+        kafka_bootstrap, unique_topic, tmp_path) -> None:
+    """A second member joins while the first reads a backlog; the first gets SIGTERM as soon as
+    its partitions are revoked (the group is rebalancing: it settled its batch and waits for
+    the new assignment). It stops within the timeout without a word beyond INFO, and the
+    second member takes everything over: nothing is lost."""
+    topics = make_topics(unique_topic, 6)
+    settings = _settings(kafka_bootstrap, topics, poll_batch_size=200)
+    _, lines = stream_lines(30_000)
+    produce(kafka_bootstrap, topics["input"], lines)
+    first_log, second_log = tmp_path / "first.log", tmp_path / "second.log"
+    first = start_service(settings, tmp_path / "first", first_log)
+    second = None
+    try:
+        wait_lag_below(settings, len(lines) - 2_000, first, timeout_s=120)
+        second = start_service(settings, tmp_path / "second", second_log)
+        code, took, text = _stop_after(first, first_log, "partitions revoked", 0.0)
+        wait_drained(settings, 240, alive=lambda: second.poll() is None)
+    finally:
+        if first.poll() is None:
+            first.kill()
+        if second is not None:
+            stop_service(second, second_log, timeout_s=120)
+    assert code == 0 and took < SHUTDOWN_S, (code, took, text[-3000:])
+    assert "Traceback" not in text
+    assert not _one_stop_line(text), _one_stop_line(text)
+    emitted = Counter(id_of(r.value) for t in ("output", "duplicates", "dead")
+                      for r in read_topic(kafka_bootstrap, topics[t]))
+    missing = {id_of(raw) for raw in lines} - set(emitted)
+    assert not missing, f"{len(missing)} input ids lost, e.g. {sorted(missing)[:5]}"
+    twice = sum(n - 1 for n in emitted.values() if n > 1)
+    print(f"\nSIGTERM during a rebalance: exit {code} after {took:.1f} s; {len(lines)} records, "
+          f"0 lost, {twice} emitted twice")

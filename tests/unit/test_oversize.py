@@ -93,3 +93,16 @@ def test_a_cut_dead_letter_refused_too_is_skipped_logged_and_counted(caplog) -> 
     assert sink.producer.acked == []  # type: ignore[attr-defined]
     assert meter.kinds == ["produce", "produce", "dead_letter"]
     assert "dead letter refused by topic dead, skipped" in caplog.text
+
+
+def test_fit_all_cuts_only_the_outputs_their_topic_cannot_take() -> None:
+    """The stages' outputs: a dead letter made here reads its source from the output's own
+    headers."""
+    where = h.dead_letter_headers("not JSON", "in", 0, 9)
+    big = Output("dead_letter", "dead", None, b"x" * 80_000, where, NOW_MS)
+    small = Output("original", "out", b"k", b"y" * 40_000, [], NOW_MS)
+    kept, cut = oversize.fit_all([small, big], LIMITS, "dead")
+    assert kept is small and cut.topic == "dead" and len(cut.value) < LIMITS["dead"]
+    got = h.as_dict(cut.headers)
+    assert got[h.ORIGINAL_SIZE] == "80000" and got[h.SOURCE_OFFSET] == "9"
+    assert got[h.ERROR].startswith("not JSON; record of 80000 bytes is too large for topic dead")

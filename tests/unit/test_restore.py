@@ -11,6 +11,7 @@ from test_changelog import FakeProducer, backoff, two_docs
 
 from stream_dedup.config import ScaleSettings, Settings, StateSettings
 from stream_dedup.engine.stored import TABLES
+from stream_dedup.kafka.retry import Backoff, CutShort
 from stream_dedup.scale import checkpoint, restore
 from stream_dedup.scale.changelog import ChangelogStore, to_writes
 from stream_dedup.scale.restore import CheckpointMismatch, RestoreReport, open_state
@@ -28,8 +29,10 @@ class FakeChangelog:
         self.starts: list[int | None] = []
 
     def __call__(self, inner, settings, topic, partition, timeout_s, max_record_bytes=0,
-                 start_offset=None) -> RestoreReport:
+                 start_offset=None, stopping=lambda: False) -> RestoreReport:
         self.starts.append(start_offset)
+        if stopping():
+            raise CutShort(f"restoring changelog {topic}/{partition}")
         records = [(k, v) for t, p, k, v in self.producer.log if (t, p) == (topic, partition)]
         if start_offset is not None and not 0 <= start_offset <= len(records):
             raise CheckpointMismatch(f"offset {start_offset} outside 0..{len(records)}")
@@ -156,3 +159,9 @@ def test_a_restore_cut_by_the_broker_going_away_starts_again(tmp_path, fake_chan
     assert fake_changelog.starts == [None, None] and report.records == 2
     assert store.get_many("docs", [b"1", b"2"]) == [b"a", b"b"]
     store.close()
+
+
+def test_a_stop_asked_cuts_the_restore_short(fake_changelog, tmp_path) -> None:
+    stop = Backoff(0.01, 0.02, stopping=lambda: True)
+    with pytest.raises(CutShort, match="restoring changelog c/0"):
+        open_state(ROCKS, str(tmp_path / "p0"), fake_changelog.producer, "c", 0, stop)
