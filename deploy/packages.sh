@@ -4,16 +4,18 @@
 # (java and mvn, which the local Kafka broker needs), so a fresh machine needs no manual step.
 #
 # Usage: deploy/packages.sh TOOL...   (tools: java mvn kcat prometheus promtool chromium
-#                                      chromedriver)
+#                                      chromedriver go)
 # Exit status: 0 when every tool is on PATH afterwards, 1 otherwise (apt-get's output on stderr).
 set -euo pipefail
 
 declare -A PACKAGE=([java]=openjdk-17-jre-headless [mvn]=maven [kcat]=kcat [prometheus]=prometheus
-                    [promtool]=prometheus [chromium]=chromium [chromedriver]=chromium-driver)
+                    [promtool]=prometheus [chromium]=chromium [chromedriver]=chromium-driver
+                    [go]=golang-go)
 declare -A WHY=([java]="the Kafka broker" [mvn]="the Kafka broker's jars" [kcat]="the tests"
                 [prometheus]="the tests" [promtool]="the tests"
                 [chromium]="the inspector's browser tests"
-                [chromedriver]="the inspector's browser tests")
+                [chromedriver]="the inspector's browser tests"
+                [go]="building Toxiproxy, the network-fault tests' proxy")
 
 need=()
 why=()

@@ -91,11 +91,13 @@ trap 'exit 143' TERM
 printf 'test.sh: %s, %s, CI=%s\n' "$("$PYTHON" --version 2>&1)" "$(uname -srm)" "${CI:-}"
 
 # ---------------------------------------------------------------------------------------------
-section "Debian packages (kcat, prometheus, chromium, java, maven; only the missing ones)"
-bash deploy/packages.sh kcat prometheus promtool chromium chromedriver java mvn ||
+section "Debian packages (kcat, prometheus, chromium, java, maven, go; only the missing ones)"
+# Go's own installer puts it in /usr/local/go, off the default PATH.
+[[ -x /usr/local/go/bin/go ]] && PATH=$PATH:/usr/local/go/bin
+bash deploy/packages.sh kcat prometheus promtool chromium chromedriver java mvn go ||
   fail "installing the Debian packages"
 echo "present: $(command -v kcat) $(command -v prometheus) $(command -v chromium)" \
-  "$(command -v chromedriver) $(command -v java) $(command -v mvn)"
+  "$(command -v chromedriver) $(command -v java) $(command -v mvn) $(command -v go)"
 kcat -V 2>&1 | head -n 1 || true
 prometheus --version 2>&1 | head -n 1 || true
 
