@@ -27,7 +27,7 @@ import logging
 import multiprocessing
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
@@ -83,7 +83,9 @@ def _serve(conn: Connection, settings: Settings, path: str) -> None:
                 return  # the parent died: close the state and go
             if request is None:
                 return
-            rows, normalized, want_figures = request
+            rows, normalized, want_figures, want_candidates = request
+            tried: dict[str, list[str]] | None = {} if want_candidates else None
+            engine.on_candidates = None if tried is None else tried.__setitem__
             try:
                 verdicts = engine.process([Message(*row) for row in rows], normalized)
             except BaseException as exc:
@@ -92,7 +94,7 @@ def _serve(conn: Connection, settings: Settings, path: str) -> None:
                 return
             conn.send(("ok", [(v.id, v.decision.value, v.reason, v.matched_id, v.distance,
                                v.similarity, v.guard, v.replayed) for v in verdicts],
-                       engine.stats, _figures(engine) if want_figures else None))
+                       engine.stats, _figures(engine) if want_figures else None, tried))
     except (BrokenPipeError, ConnectionResetError):
         return  # the parent died while the verdicts were on their way
     finally:
@@ -152,6 +154,9 @@ class EngineProcess:
         child.close()
         self._busy = False
         self.want_figures = False
+        # Told the candidates each message was compared with (the inspector's lookup), as an
+        # `Engine` in this process tells them; the child sends them only when this is set.
+        self.on_candidates: Callable[[str, list[str]], None] | None = None
         self._normalizer = Normalizer(settings.normalize)
         self._normalize_s = 0.0  # this process's share of the normalize stage
         self.exact = _Exact(_Bloom(self))
@@ -167,7 +172,7 @@ class EngineProcess:
         self._normalize_s += time.perf_counter() - t0
         request = ForkingPickler.dumps((
             [(m.id, m.text, m.timestamp_ms, m.scope, m.origin) for m in messages], normalized,
-            self.want_figures))
+            self.want_figures, self.on_candidates is not None))
         self.want_figures = False
         return request
 
@@ -180,10 +185,13 @@ class EngineProcess:
 
     def result(self) -> list[Verdict]:
         self._busy = False
-        rows, self.stats, figures = self._receive()
+        rows, self.stats, figures, tried = self._receive()
         self.stats.stage_seconds["normalize"] += self._normalize_s
         if figures is not None:
             self.exact.bloom.figures = figures
+        if tried and self.on_candidates is not None:
+            for message_id, candidates in tried.items():
+                self.on_candidates(message_id, candidates)
         return [Verdict(i, _DECISIONS[d], *rest) for i, d, *rest in rows]
 
     def process(self, messages: Sequence[Message]) -> list[Verdict]:

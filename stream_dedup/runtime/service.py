@@ -133,7 +133,8 @@ class Service:
     `metrics` is told of every batch (`ServiceMetrics` reads the running totals and the state of
     `engine`, so it gets the real `Engine`); `ready` loses "state open" when the service stops.
     `recent` (the inspector's ring) gets every acknowledged batch's verdicts with their texts,
-    and the candidates tried when the engine runs in this process (its `on_candidates` hook).
+    and the candidates tried when the engine has an `on_candidates` hook (`Engine`, and
+    `EngineProcess`, which sends them back from its child).
     """
 
     def __init__(self, settings: Settings, engine: Decider, source: Source, sink: Sink,

@@ -35,6 +35,27 @@ def messages(n: int) -> list[Message]:
     return out  # type: ignore[return-value]
 
 
+def test_sends_back_the_candidates_tried_when_asked(tmp_path: Path) -> None:
+    msgs = messages(2000)
+    engine = Engine(SETTINGS, open_store("rocksdb", str(tmp_path / "here"), TABLES,
+                                         lookups_only=LOOKUPS_ONLY))
+    here: dict[str, list[str]] = {}
+    engine.on_candidates = here.__setitem__
+    child = EngineProcess(SETTINGS, str(tmp_path / "child"))
+    there: dict[str, list[str]] = {}
+    try:
+        child.process(msgs[:1000])  # not asked for: none sent
+        engine.process(msgs[:1000])
+        here.clear()
+        child.on_candidates = there.__setitem__
+        assert child.process(msgs[1000:]) == engine.process(msgs[1000:])
+    finally:
+        child.close()
+        engine.close()
+    assert there == here
+    assert any(there.values())
+
+
 def test_decides_as_the_engine_in_this_process_does(tmp_path: Path) -> None:
     msgs = messages(6000)
     engine = Engine(SETTINGS, open_store("rocksdb", str(tmp_path / "here"), TABLES,

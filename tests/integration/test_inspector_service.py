@@ -41,7 +41,6 @@ def test_the_service_shows_its_verdicts(kafka_bootstrap, unique_topic, tmp_path)
     port = free_port()
     log = tmp_path / "service.log"
     env = {"STREAM_DEDUP__METRICS__INSPECTOR": "true",
-           "STREAM_DEDUP__ENGINE__PROCESS": "inline",  # the candidates come from its hook
            "STREAM_DEDUP__METRICS__BASIC_AUTH_USER": "moderator",
            "STREAM_DEDUP__METRICS__BASIC_AUTH_PASSWORD_ENV": PASSWORD_ENV,
            PASSWORD_ENV: "pw-of-the-test"}
