@@ -64,11 +64,24 @@ class OutlastsFullDisk:
         self._open = open_decider
         self._backoff = backoff
         self._decider: Decider | None = open_decider()
+        self._on_candidates: Callable[[str, list[str]], None] | None = None
         self._carried: EngineStats | None = None  # totals of the deciders closed before
         self._submitted: Any = None  # the pipelined decider's batch being decided
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._decider, name)
+
+    @property
+    def on_candidates(self) -> Callable[[str, list[str]], None] | None:
+        """The decider's hook told the candidates each message was compared with, kept for the
+        deciders opened anew."""
+        return self._on_candidates
+
+    @on_candidates.setter
+    def on_candidates(self, hook: Callable[[str, list[str]], None] | None) -> None:
+        self._on_candidates = hook
+        if self._decider is not None:
+            self._decider.on_candidates = hook  # type: ignore[attr-defined]
 
     @property
     def stats(self) -> EngineStats:
@@ -102,6 +115,8 @@ class OutlastsFullDisk:
                 fresh = self._decider is None
                 if fresh:
                     self._decider = self._open()
+                    if self._on_candidates is not None:
+                        self._decider.on_candidates = self._on_candidates  # type: ignore[attr-defined]
                 verdicts = decide(self._decider, fresh)
             except Exception as exc:
                 if not is_disk_full(exc):

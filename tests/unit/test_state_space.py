@@ -95,3 +95,21 @@ def test_other_state_errors_are_raised() -> None:
     decider = OutlastsFullDisk(lambda: Broken([False], []), _backoff())
     with pytest.raises(StateError, match="Corruption"):
         decider.process([1])
+
+
+def test_the_candidates_hook_reaches_every_decider_opened() -> None:
+    full, closed, opened = [False], [], []
+
+    def open_decider() -> Flaky:
+        opened.append(Flaky(full, closed))
+        if len(opened) == 3:
+            full[0] = False
+        return opened[-1]
+
+    decider = OutlastsFullDisk(open_decider, _backoff())
+    assert decider.on_candidates is None
+    decider.on_candidates = hook = print
+    assert opened[0].on_candidates is hook
+    full[0] = True
+    decider.process([1])
+    assert len(opened) == 3 and all(d.on_candidates is hook for d in opened)
