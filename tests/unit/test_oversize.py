@@ -84,6 +84,7 @@ def test_a_record_the_broker_refuses_goes_out_as_a_cut_dead_letter() -> None:
     assert acked[0] == b"fits" and acked[1] == big[:len(acked[1])]
     assert oversize.SHRUNK_BYTES - 1000 < len(acked[1]) < oversize.SHRUNK_BYTES
     assert meter.kinds == ["produce"]
+    assert sink.limits_read == ["out"]  # the refusing topic's limit read again
 
 
 def test_a_cut_dead_letter_refused_too_is_skipped_logged_and_counted(caplog) -> None:
