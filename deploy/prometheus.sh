@@ -29,6 +29,8 @@
 set -euo pipefail
 
 SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=deploy/daemon.sh
+source "$SCRIPT_DIR/daemon.sh"
 HOST=127.0.0.1
 PORT=${PROMETHEUS_PORT:-19090}
 TARGETS=${PROMETHEUS_TARGETS:-127.0.0.1:9108}
@@ -72,25 +74,9 @@ render_config() {
 
 # Prints the pid of this run folder's Prometheus when it is alive, else nothing (returns 1).
 # Its command line must name this run folder's config, so a recycled pid is never signalled.
-server_pid() {
-  local pid
-  [[ -f $PID_FILE ]] || return 1
-  pid=$(<"$PID_FILE")
-  [[ $pid =~ ^[0-9]+$ ]] || return 1
-  kill -0 "$pid" 2>/dev/null || return 1
-  [[ $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) == *"--config.file=$CONFIG"* ]] || return 1
-  printf '%s\n' "$pid"
-}
+server_pid() { daemon_pid "--config.file=$CONFIG"; }
 
-is_ready() {
-  "$PYTHON" - "$URL/-/ready" <<'EOF' 2>/dev/null
-import sys, urllib.request
-try:
-    sys.exit(0 if urllib.request.urlopen(sys.argv[1], timeout=2).status == 200 else 1)
-except Exception:
-    sys.exit(1)
-EOF
-}
+is_ready() { http_ok "$URL/-/ready"; }
 
 write_config() {
   mkdir -p "$RUN_DIR" "$DATA_DIR"
@@ -99,7 +85,7 @@ write_config() {
 }
 
 cmd_start() {
-  local pid deadline
+  local pid
   command -v "$PROMETHEUS" >/dev/null || {
     log "$PROMETHEUS not found: apt-get install --no-install-recommends prometheus"
     exit 1
@@ -115,31 +101,14 @@ cmd_start() {
     --storage.tsdb.retention.time=2d >>"$LOG_FILE" 2>&1 </dev/null &
   pid=$!
   printf '%s\n' "$pid" >"$PID_FILE"
-  deadline=$((SECONDS + START_TIMEOUT))
-  until is_ready; do
-    if ! kill -0 "$pid" 2>/dev/null || ((SECONDS >= deadline)); then
-      log "not ready within $START_TIMEOUT s (pid $pid); last lines of $LOG_FILE:"
-      tail -n 20 "$LOG_FILE" >&2 || true
-      cmd_stop
-      exit 1
-    fi
-    sleep 0.2
-  done
+  daemon_await "$pid" "$START_TIMEOUT"
   log "ready at $URL (pid $pid), scraping $TARGETS every $INTERVAL"
 }
 
 cmd_stop() {
-  local pid deadline
+  local pid
   pid=$(server_pid) || { rm -f "$PID_FILE"; return 0; }
-  kill -TERM "$pid" 2>/dev/null || true
-  deadline=$((SECONDS + 30))
-  while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
-  if kill -0 "$pid" 2>/dev/null; then
-    log "still running after 30 s: SIGKILL"
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  rm -f "$PID_FILE"
-  log "stopped (pid $pid)"
+  daemon_stop "$pid" 30
 }
 
 cmd_reload() {

@@ -25,6 +25,8 @@
 set -euo pipefail
 
 SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=deploy/daemon.sh
+source "$SCRIPT_DIR/daemon.sh"
 HOST=127.0.0.1
 PORT=${TOXIPROXY_PORT:-8474}
 VERSION=${TOXIPROXY_VERSION:-v2.5.0}
@@ -67,28 +69,12 @@ cmd_install() {
 
 # Prints the pid of this run folder's server when it is alive, else nothing (returns 1). Its
 # command line must name this port, so a recycled pid is never signalled.
-server_pid() {
-  local pid
-  [[ -f $PID_FILE ]] || return 1
-  pid=$(<"$PID_FILE")
-  [[ $pid =~ ^[0-9]+$ ]] || return 1
-  kill -0 "$pid" 2>/dev/null || return 1
-  [[ $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) == *"-port $PORT"* ]] || return 1
-  printf '%s\n' "$pid"
-}
+server_pid() { daemon_pid "-port $PORT"; }
 
-is_ready() {
-  "$PYTHON" - "$URL/version" <<'EOF' 2>/dev/null
-import sys, urllib.request
-try:
-    sys.exit(0 if urllib.request.urlopen(sys.argv[1], timeout=2).status == 200 else 1)
-except Exception:
-    sys.exit(1)
-EOF
-}
+is_ready() { http_ok "$URL/version"; }
 
 cmd_start() {
-  local pid deadline
+  local pid
   if pid=$(server_pid); then
     log "already running (pid $pid) at $URL"
     return 0
@@ -99,31 +85,14 @@ cmd_start() {
   setsid "$BINARY" -host "$HOST" -port "$PORT" >>"$LOG_FILE" 2>&1 </dev/null &
   pid=$!
   printf '%s\n' "$pid" >"$PID_FILE"
-  deadline=$((SECONDS + START_TIMEOUT))
-  until is_ready; do
-    if ! kill -0 "$pid" 2>/dev/null || ((SECONDS >= deadline)); then
-      log "not answering within $START_TIMEOUT s (pid $pid); last lines of $LOG_FILE:"
-      tail -n 20 "$LOG_FILE" >&2 || true
-      cmd_stop
-      exit 1
-    fi
-    sleep 0.2
-  done
+  daemon_await "$pid" "$START_TIMEOUT"
   log "ready at $URL (pid $pid, Toxiproxy $VERSION)"
 }
 
 cmd_stop() {
-  local pid deadline
+  local pid
   pid=$(server_pid) || { rm -f "$PID_FILE"; return 0; }
-  kill -TERM "$pid" 2>/dev/null || true
-  deadline=$((SECONDS + 10))
-  while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
-  if kill -0 "$pid" 2>/dev/null; then
-    log "still running after 10 s: SIGKILL"
-    kill -KILL "$pid" 2>/dev/null || true
-  fi
-  rm -f "$PID_FILE"
-  log "stopped (pid $pid)"
+  daemon_stop "$pid" 10
 }
 
 cmd_status() {
