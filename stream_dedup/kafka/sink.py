@@ -145,7 +145,11 @@ class KafkaSink:
     def idle(self) -> None:
         """Serve the producer's reports and errors while no batch waits on it (librdkafka runs
         its callbacks only inside a poll: an outage would otherwise be said only at the close)."""
-        self.producer.poll(0)
+        self._poll(0)
+
+    def _poll(self, seconds: float) -> None:
+        """Serve delivery reports and client errors for up to `seconds`."""
+        self.producer.poll(seconds)
 
     def prepare(self, topics: Sequence[str]) -> Mapping[str, int]:
         """Learn where each of `topics` lives now, so that the first batches do not wait for it
@@ -195,11 +199,11 @@ class KafkaSink:
                             on_delivery=report, timestamp=o.timestamp_ms, headers=o.headers)
                     break
                 except BufferError:  # the local queue is full: serve reports until it drains
-                    self.producer.poll(0.05)
+                    self._poll(0.05)
                 except KafkaException as exc:  # refused before sending (over message.max.bytes)
                     sent.answered(o, exc.args[0], None)
                     break
-        self.producer.poll(0)  # reports of earlier batches, without waiting
+        self._poll(0)  # reports of earlier batches, without waiting
         return sent
 
     def complete(self, sent: Sent) -> None:

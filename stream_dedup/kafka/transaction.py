@@ -118,6 +118,8 @@ class TransactionalSink(KafkaSink):
         self.tx_id = tx_id
         self._opened: float | None = None  # monotonic time the open transaction began
         self._last_abort: tuple[str, float] = ("", 0.0)  # the last abort's reason, when said
+        self._doomed: KafkaError | None = None  # the fatal error a poll raised
+        self.generation = 0  # producers taken so far: a record sent by an earlier one is lost
         super().__init__(settings, backoff, metrics, ready)
 
     def _connect(self) -> Producer:
@@ -155,15 +157,28 @@ class TransactionalSink(KafkaSink):
         """Begin a transaction unless one is open."""
         if self._opened is not None:
             return
-        try:
-            self.producer.begin_transaction()
-        except KafkaException as exc:  # fenced while no transaction was open
-            if not exc.args[0].fatal():
-                raise
+        if self._doomed is None:
+            try:
+                self.producer.begin_transaction()
+            except KafkaException as exc:
+                if not exc.args[0].fatal():
+                    raise
+                self._doomed = exc.args[0]
+        if self._doomed is not None:  # fenced while no transaction was open
             self._renew("another producer took this transactional id while no "
                         "transaction was open")
             self.producer.begin_transaction()
         self._opened = time.monotonic()
+
+    def _poll(self, seconds: float) -> None:
+        """A fenced producer's poll raises its fatal error: kept for `commit` (or `begin`, no
+        transaction open), which take a new producer."""
+        try:
+            self.producer.poll(seconds)
+        except KafkaException as exc:
+            if not exc.args[0].fatal():
+                raise
+            self._doomed = exc.args[0]
 
     def send(self, outputs: Sequence[Output]) -> Sent:
         """Begin a transaction unless one is open, then hand the outputs to the producer."""
@@ -186,7 +201,7 @@ class TransactionalSink(KafkaSink):
             # The acknowledgements first: with the outputs still on their way librdkafka
             # holds the offsets back (~100 ms a commit on a local broker, against ~4 ms).
             self._await(sent)
-            fenced = next((err for _, err in sent.failed if err.fatal()), None)
+            fenced = self._doomed or next((err for _, err in sent.failed if err.fatal()), None)
             if fenced is not None:
                 self._failed(fenced)
             too_large = [(o, err) for o, err in sent.failed if err.code() in TOO_LARGE]
@@ -254,6 +269,8 @@ class TransactionalSink(KafkaSink):
             log.warning("producer fenced: %s; what it had not committed is dropped and decided "
                         "again with a new producer transactional_id=%s", why, self.tx_id)
         self.producer = self._connect()
+        self._doomed = None
+        self.generation += 1
 
     def _serve(self, seconds: float) -> None:
         """Wait for delivery reports as a flush: the outputs go out at once instead of after
@@ -297,7 +314,11 @@ class TransactionalSink(KafkaSink):
             except Exception as exc:  # the broker away: it aborts the transaction on timeout
                 log.warning("the open transaction was not aborted (the broker aborts it after "
                             "kafka.transaction_timeout_ms) error=%s", exc)
-        super().close()
+        try:
+            super().close()
+        except KafkaException as exc:  # fenced: what it holds is lost with its transaction
+            if not exc.args[0].fatal():
+                raise
 
 
 class Written(NamedTuple):
@@ -341,9 +362,11 @@ class ChangelogProducer:
     def __init__(self, sink: TransactionalSink) -> None:
         self.sink = sink
         self._pending: list[_Sent] = []
+        self._generation = sink.generation  # of the producer that sent `_pending`
 
     def send(self, topic: str, key: bytes, value: bytes | None, partition: int) -> _Sent:
         self.sink.begin()
+        self._drop_lost()
         sent = _Sent()
         while True:
             try:
@@ -357,7 +380,11 @@ class ChangelogProducer:
         return sent
 
     def flush(self, timeout: float) -> None:
-        left = self.sink.producer.flush(timeout)
+        try:
+            left = self.sink.producer.flush(timeout)
+        except KafkaException as exc:  # fenced: a fatal producer's flush raises its error
+            self.sink.fail(exc.args[0])
+        self._drop_lost()
         done = [s for s in self._pending if s.is_done]
         self._pending = [s for s in self._pending if not s.is_done]
         doomed = next((s.error for s in done if s.error is not None
@@ -366,6 +393,13 @@ class ChangelogProducer:
             self.sink.fail(doomed)
         if left:
             raise KafkaTimeoutError(f"{left} records not acknowledged within {timeout:.1f} s")
+
+    def _drop_lost(self) -> None:
+        """Forget the records of a producer the sink replaced: it never answers them (their
+        transaction is lost, and the partitions they belong to are restored)."""
+        if self._generation != self.sink.generation:
+            self._pending = []
+            self._generation = self.sink.generation
 
     def close(self, timeout: float) -> None:
         """The sink closes the producer."""

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pytest
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, KafkaError, KafkaException
 from kafka.structs import ConsumerGroupMetadata
 
 from stream_dedup.config import KafkaSettings, Settings
@@ -19,9 +19,9 @@ from stream_dedup.engine.batch import Engine
 from stream_dedup.engine.stored import TABLES
 from stream_dedup.errors import ConfigError
 from stream_dedup.kafka.headers import as_dict
-from stream_dedup.kafka.retry import Shutdown, TransactionAborted
+from stream_dedup.kafka.retry import Backoff, Shutdown, TransactionAborted
 from stream_dedup.kafka.route import Output
-from stream_dedup.kafka.transaction import group_metadata, transactional_id
+from stream_dedup.kafka.transaction import TransactionalSink, group_metadata, transactional_id
 from stream_dedup.runtime.service import Service
 from stream_dedup.state import MemoryStore
 
@@ -205,3 +205,87 @@ def test_bad_guarantee_config_names_the_key(config: dict, key: str, allowed: str
     with pytest.raises(ConfigError) as err:
         settings_from_dict(config, environ={})
     assert err.value.key == key and allowed in (err.value.allowed or "")
+
+
+FENCED = KafkaError(KafkaError._FENCED, "fenced by a newer producer instance", fatal=True)
+
+
+class FencedProducer:
+    """librdkafka's transactional producer once another producer took its id: every record
+    sent is lost (never answered) and the next flush or poll raises the fatal error."""
+
+    def __init__(self, fenced: bool) -> None:
+        self.fenced = fenced
+        self.calls: list[str] = []
+
+    def produce(self, *args, **kwargs) -> None:
+        self.calls.append("produce")
+
+    def _answer(self) -> int:
+        if self.fenced:
+            raise KafkaException(FENCED)
+        return 0
+
+    def flush(self, timeout: float = 0.0) -> int:
+        return self._answer()
+
+    def poll(self, timeout: float = 0.0) -> int:
+        return self._answer()
+
+    def begin_transaction(self) -> None:
+        self.calls.append("begin")
+
+    def abort_transaction(self, timeout: float) -> None:
+        self._answer()
+
+
+def fenced_sink(monkeypatch: pytest.MonkeyPatch) -> tuple[TransactionalSink, list[FencedProducer]]:
+    """A transactional sink whose first producer is fenced; the producers it takes after it
+    are not."""
+    made: list[FencedProducer] = []
+
+    def connect(self: TransactionalSink) -> FencedProducer:
+        made.append(FencedProducer(fenced=not made))
+        return made[-1]
+
+    monkeypatch.setattr(TransactionalSink, "_connect", connect)
+    k = KafkaSettings(input_topics=("in",), output_topic="out", duplicates_topic="dups",
+                      dead_letter_topic="dead", guarantee="exactly_once")
+    return TransactionalSink(k, Backoff(0.01, 0.1), "tx"), made
+
+
+def test_a_changelog_flush_that_raises_the_fence_aborts_and_drops_the_lost_records(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fenced producer's flush raises its fatal error instead of answering the records: the
+    transaction is aborted (the service restores the partitions), a new producer takes over,
+    and the records the fenced one never answered are not waited for again."""
+    sink, made = fenced_sink(monkeypatch)
+    changelog = sink.changelog_producer()
+    lost = changelog.send("changelog", b"k", b"v", 0)
+    with pytest.raises(TransactionAborted, match="another producer took"):
+        changelog.flush(1.0)
+    assert len(made) == 2 and sink.producer is made[1]
+    changelog.send("changelog", b"k", b"v2", 0)
+    changelog.flush(1.0)
+    assert not lost.is_done and lost not in changelog._pending  # never answered: not held
+
+
+def test_a_poll_that_raises_the_fence_aborts_the_commit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sending outputs polls for earlier reports; a fenced producer raises there. The commit
+    then aborts the transaction (TransactionAborted) with a new producer, never crashing the
+    service with librdkafka's exception."""
+    sink, made = fenced_sink(monkeypatch)
+    sent = sink.send([])
+    with pytest.raises(TransactionAborted):
+        sink.commit(sent, {("in", 0): 1}, MEMBER)
+    assert sink.producer is made[1]
+    sink.send([])  # the new producer begins the next transaction
+    assert made[1].calls == ["begin"]
+
+
+def test_a_fenced_producer_closes_without_raising(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stop after the fence: the producer's flush raises, and what it holds is lost with its
+    transaction anyway; the service still stops cleanly."""
+    sink, made = fenced_sink(monkeypatch)
+    sink.close()
+    assert len(made) == 1
