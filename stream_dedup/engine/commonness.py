@@ -15,7 +15,8 @@ what the stream stopped saying is forgotten and the counters stay small (a byte 
 up to a few matter). Messages are masked and counted one at a time in stream order, so the
 verdicts of a stream do not depend on how it is cut into batches; the engine keeps the sketch in
 its state with the Bloom filter's snapshot and counts the messages stored since again after a
-restart, so a restart does not change them either.
+restart, so a restart does not change them either. Under scopes (`scale.scope: key`) the engine
+XORs the scope salt into a message's trigram hashes, so each key's boilerplate is its own.
 """
 
 from __future__ import annotations

@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import logging
 import struct
+from typing import cast
 
 import numpy as np
 
 from ..config import Settings
 from ..records import Decision, Verdict
 from ..state.store import KVStore, WriteSet
+from . import scope
 from .commonness import Commonness
 from .exact import CHUNK_PREFIX, SNAPSHOT_KEY, ExactStage
+from .fingerprint import Strategy
 from .index.layout import Layout
 from .stored import Doc, seq_key
 
@@ -22,6 +25,7 @@ _META_FORMAT = b"format"
 _META_COMMON = b"common"
 _META_LAYOUT = b"layout"  # (k, blocks) of the block tables the state was built with
 log = logging.getLogger(__name__)
+REBUILD_CHUNK = 100_000  # stored messages read back at a time
 # Snapshots of what the state's records determine (the Bloom filter, the boilerplate sketch),
 # rebuilt from them when missing: caches, which a changelog of the state need not carry. The
 # Bloom filter's bits are under keys of their own (`CHUNK_PREFIX`).
@@ -40,6 +44,7 @@ class Snapshots:
     store: KVStore
     exact: ExactStage
     commonness: Commonness | None
+    _strategy: Strategy
     _next_seq: int
 
     def _check_format(self) -> None:
@@ -98,23 +103,38 @@ class Snapshots:
         """Add to the Bloom filter every exact record written after its snapshot, and count in
         the boilerplate sketch every message stored after its own, in order, as the batches
         that stored them did."""
-        hashes, stamps = [], []
+        hashes, stamps, to_count = [], [], []
         for key, value in self.store.scan("docs", seq_key(min(covered, counted) + 1),
                                           seq_key(2**64 - 1)):
             seq = struct.unpack(">Q", key)[0]
             doc = Doc.decode(seq, value)
             if seq > counted and doc.indexed and self.commonness is not None:
-                self.commonness.learn(self.commonness.hashes([doc.text])[0],
-                                      self._source_grams(doc.verdict))
+                to_count.append(doc)
+                if len(to_count) >= REBUILD_CHUNK:
+                    self._count(to_count)
+                    to_count = []
             if seq <= covered:
                 continue
             hashes.append(doc.text_hash)
             stamps.append(doc.ts_ms)
-            if len(hashes) >= 100_000:
+            if len(hashes) >= REBUILD_CHUNK:
                 self.exact.bloom.add(np.array(hashes, np.uint64), np.array(stamps, np.int64))
                 hashes, stamps = [], []
+        if to_count:
+            self._count(to_count)
         if hashes:
             self.exact.bloom.add(np.array(hashes, np.uint64), np.array(stamps, np.int64))
+
+    def _count(self, docs: list[Doc]) -> None:
+        """Count stored messages in the boilerplate sketch, in order, each under the scope salt
+        it was counted with (`scope.salt`), read back from its stored fingerprint."""
+        sketch = cast(Commonness, self.commonness)
+        texts = [d.text for d in docs]
+        plain, owner = self._strategy(texts)
+        salts = scope.recover(np.array([d.fp for d in docs], np.uint64), plain, owner)
+        for doc, grams, salt in zip(docs, sketch.hashes(texts), salts, strict=True):
+            source = self._source_grams(doc.verdict)
+            sketch.learn(grams ^ salt, None if source is None else source ^ salt)
 
     def _source_grams(self, verdict: Verdict) -> np.ndarray | None:
         """The trigrams of the stored text a near verdict matched (None for other verdicts, or

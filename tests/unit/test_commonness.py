@@ -65,11 +65,17 @@ STREAM = [
 ]
 
 
-def _verdicts(restart: str | None) -> list[tuple[Decision, str]]:
+def _verdicts(restart: str | None, keys: list[bytes | None] | None = None,
+              only: bytes | None = None) -> list[tuple[Decision, str]]:
+    """The stream's verdicts, its messages under `keys` (scopes); `only`: that key's messages
+    alone."""
     settings = dataclasses.replace(Settings(), verify=VerifySettings(boilerplate_messages=3))
     store = MemoryStore(TABLES)
     engine = Engine(settings, store)
-    messages = [Message(f"m{i}", t, 1_700_000_000_000 + i * 1000) for i, t in enumerate(STREAM)]
+    keys = keys or [None] * len(STREAM)
+    messages = [Message(f"m{i}", t, 1_700_000_000_000 + i * 1000, scope=k)
+                for i, (t, k) in enumerate(zip(STREAM, keys, strict=True))
+                if only is None or k == only]
     out = [(v.decision, v.reason) for v in engine.process(messages[:5])]
     if restart == "clean":
         engine.checkpoint()
@@ -86,3 +92,19 @@ def test_a_restart_changes_no_verdict() -> None:
     assert alone[8] == (Decision.UNIQUE, "related: added")
     assert _verdicts("crash") == alone
     assert _verdicts("clean") == alone
+
+
+def test_a_keys_boilerplate_is_its_own() -> None:
+    """Under scopes (`scale.scope: key`) a key's messages are verdicted as its own stream: the
+    comment three other keys' messages carry is not boilerplate to it, and its verdicts do not
+    depend on which keys share its partition, before or after a restart."""
+    keys = [b"shop"] * 3 + [b"hotel"] * 3 + [b"shop"] * 3
+    mixed = _verdicts(None, keys)
+    shop = [v for v, k in zip(mixed, keys, strict=True) if k == b"shop"]
+    alone = _verdicts(None, keys, only=b"shop")
+    assert shop == alone
+    assert alone[3] == (Decision.UNIQUE, "related: added")  # the comment added is new here
+    assert _verdicts("crash", keys) == mixed
+    assert _verdicts("clean", keys) == mixed
+    one = [b"hotel"] * len(STREAM)  # one key: as without scopes, also counted again after a crash
+    assert _verdicts(None, one) == _verdicts("crash", one) == _verdicts(None)
