@@ -6,19 +6,23 @@ as one line without a traceback; 2 bad command-line usage (argparse).
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Sequence
 
 from ..config_file import load_config
 from ..errors import StreamDedupError
 from ..ops.logs import configure
-from .bulk_load import cmd_bulk_load
-from .file_mode import cmd_audit, cmd_check, cmd_dedup, cmd_eval, cmd_fit
-from .inspect_command import cmd_inspect
-from .kafka_commands import cmd_demo, cmd_produce, cmd_run, cmd_stage, cmd_topics
 from .parser import build_parser
 
 KAFKA_COMMANDS = ("run", "produce", "topics", "demo", "stage")
+# Each command's module and handler, imported when the command runs: file mode does not pay for
+# the Kafka clients or the inspector's web stack at start.
+HANDLERS = {"dedup": ("file_mode", "cmd_dedup"), "check": ("file_mode", "cmd_check"),
+            "eval": ("file_mode", "cmd_eval"), "fit": ("file_mode", "cmd_fit"),
+            "audit": ("file_mode", "cmd_audit"), "bulk-load": ("bulk_load", "cmd_bulk_load"),
+            "inspect": ("inspect_command", "cmd_inspect"),
+            **{c: ("kafka_commands", f"cmd_{c}") for c in KAFKA_COMMANDS}}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -26,12 +30,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure(args.log_format)
     try:
         settings = load_config(args.config)
-        handler = {"dedup": cmd_dedup, "bulk-load": cmd_bulk_load, "check": cmd_check,
-                   "eval": cmd_eval, "fit": cmd_fit,
-                   "run": cmd_run,
-                   "audit": cmd_audit, "inspect": cmd_inspect,
-                   "produce": cmd_produce, "topics": cmd_topics, "demo": cmd_demo,
-                   "stage": cmd_stage}[args.command]
+        module, name = HANDLERS[args.command]
+        handler = getattr(importlib.import_module(f".{module}", __package__), name)
         if args.command in KAFKA_COMMANDS:
             from ..runtime.lifecycle import quiet_kafka_logs
 
