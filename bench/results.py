@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
+REPO = RESULTS.parents[1]
 SAMPLE = Path(__file__).resolve().parents[1] / "stream_dedup" / "data" / "sample.jsonl.gz"
 
 
@@ -102,12 +103,21 @@ def json_loads_per_s(lines: Sequence[bytes]) -> float:
 
 
 def command_line(argv: Sequence[str] | None = None) -> str:
-    """The command as it was run, from the repository's top."""
+    """The command as it was run, from the repository's top; a file outside the repository is
+    named by its file name (where it lies is this host's business, not the figures')."""
     args = list(sys.argv if argv is None else argv)
     script = Path(args[0])
     if script.suffix == ".py":
         args[0] = f"python bench/{script.name}"
+    args[1:] = [_outside_named(a) for a in args[1:]]
     return " ".join(shlex.quote(a) if i else a for i, a in enumerate(args))
+
+
+def _outside_named(arg: str) -> str:
+    path = Path(arg)
+    if path.is_absolute() and path.is_file() and REPO not in path.resolve().parents:
+        return path.name
+    return arg
 
 
 def table(rows: Sequence[Sequence[object]], header: Sequence[str]) -> str:

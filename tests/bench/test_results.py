@@ -49,3 +49,13 @@ def test_a_shift_keeps_what_is_not_a_common_character(results) -> None:
 def test_a_repeated_stream_holds_the_stream_once_at_least(results) -> None:
     lines = [b'{"id": "a", "text": "x"}', b'{"id": "b", "text": "y"}']
     assert [json.loads(line)["id"] for line in results.repeated(lines, 1)] == ["a-r0", "b-r0"]
+
+
+def test_the_command_names_a_file_outside_the_repository_by_its_name(results, tmp_path) -> None:
+    stream = tmp_path / "feed.jsonl.gz"
+    stream.write_bytes(b"")
+    inside = str(BENCH / "results.py")
+    line = results.command_line([str(BENCH / "kafka_bench.py"), "--input", str(stream),
+                                 "--other", inside, "--state", str(tmp_path)])
+    assert line == (f"python bench/kafka_bench.py --input feed.jsonl.gz --other {inside} "
+                    f"--state {tmp_path}")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
-from kafka import KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka_helpers import (
     REPO,
     file_mode_uniques,
@@ -123,6 +123,21 @@ def _wait_lag_below(settings: Settings, threshold: int, alive, timeout_s: float)
             assert alive(), "the service exited"
             assert time.monotonic() < deadline, f"lag stayed at {lag} (waiting for < {threshold})"
             time.sleep(0.02)
+
+
+def _transaction_open(bootstrap: str, topics: list[str]) -> bool:
+    """Whether a transaction holding records of `topics` is open: a partition's last stable
+    offset (the end a read_committed consumer sees) is behind its end."""
+    ends = []
+    for isolation in ("read_committed", "read_uncommitted"):
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation)
+        try:
+            tps = [TopicPartition(t, p) for t in topics
+                   for p in sorted(consumer.partitions_for_topic(t) or ())]
+            ends.append(consumer.end_offsets(tps))
+        finally:
+            consumer.close()
+    return ends[0] != ends[1]
 
 
 def _lines_of(log: Path, needle: str) -> list[str]:
@@ -392,16 +407,27 @@ def test_a_transaction_that_times_out_is_decided_again(kafka_bootstrap, unique_t
     # so the pause finds one open.
     lines, topics, settings = _preloaded(kafka_bootstrap, unique_topic, 20_000, 1, "eos-timeout",
                                          poll_batch_size=2000, transaction_timeout_ms=2000,
-                                         session_timeout_ms=30000)
+                                         session_timeout_ms=90_000)
     log = tmp_path / "service.log"
     proc = start_service(settings, tmp_path / "state", log)
+    outputs = [topics["output"], topics["duplicates"]]
     try:
         _wait_lag_below(settings, len(lines) - 4_000, lambda: proc.poll() is None, 120)
-        proc.send_signal(signal.SIGSTOP)
+        for _ in range(200):  # stopped with a transaction open that holds outputs
+            proc.send_signal(signal.SIGSTOP)
+            if _transaction_open(kafka_bootstrap, outputs):
+                break
+            proc.send_signal(signal.SIGCONT)
+            time.sleep(0.05)
+        else:
+            pytest.fail("no transaction with outputs was seen open")
         # The broker looks for timed-out transactions every 10 s (its default
-        # transaction.abort.timed.out.transaction.cleanup.interval.ms): two of its rounds, so
-        # a broker slowed by a busy host still aborts the transaction while the service sleeps.
-        time.sleep(24)
+        # transaction.abort.timed.out.transaction.cleanup.interval.ms) and aborts them: wait
+        # for that (within the session timeout, so the member stays in its group).
+        deadline = time.monotonic() + 60
+        while _transaction_open(kafka_bootstrap, outputs):
+            assert time.monotonic() < deadline, "the broker did not abort the transaction"
+            time.sleep(0.5)
         proc.send_signal(signal.SIGCONT)
         wait_drained(settings, timeout_s=120, alive=lambda: proc.poll() is None)
     finally:
