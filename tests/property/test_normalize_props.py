@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stream_dedup.engine.normalize import (
+    _HINTS,
     _NFKC_TABLE,
     _SHORT_LINK,
     PARAGRAPH_BREAK,
@@ -79,6 +80,18 @@ linkish = st.lists(st.sampled_from([*link_pieces, "a" * 19]), max_size=30).map("
 @given(linkish, st.sampled_from([0, re.I]))
 def test_short_link_step_equals_the_whole_batch_sub(text: str, flags: int) -> None:
     assert _remover(_SHORT_LINK, flags)(text) == re.compile(_SHORT_LINK, flags).sub(" ", text)
+
+
+# Pieces of the hinted patterns' matches, their hints, and what stands around them.
+hinted_pieces = ["转", "轉", "发", "//", "@a", ":", "：", "微博", "来源", "（", "）", "(", ")", "[", "]",
+                 "未完", "待续", "载", "\n", " ", "\t", "好", "a"]
+hintedish = st.lists(st.sampled_from(hinted_pieces), max_size=30).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(hintedish, st.sampled_from(sorted(_HINTS)), st.sampled_from([0, re.I]))
+def test_hinted_step_equals_the_whole_batch_sub(text: str, pattern: str, flags: int) -> None:
+    assert _remover(pattern, flags)(text) == re.compile(pattern, flags).sub(" ", text)
 
 
 # Pieces of content (no decoration, nothing normalization changes) and what may stand between them.
