@@ -124,8 +124,33 @@ def simhash(batch: Batch, n: int = 1) -> np.ndarray:
 def anchors(batch: Batch, n: int, window: int) -> list[np.ndarray]:
     """Winnowing anchors of each text, ascending: the distinct minima of every `window`
     consecutive n-gram hashes (a text with fewer n-grams than a window gets its single minimum)."""
-    values, ends = _anchors(batch.codes, batch.offsets, n, window)
-    return [values[a:b] for a, b in pairwise(ends.tolist())]  # slices: np.split is 4x slower
+    return runs(*anchor_runs(batch, n, window))
+
+
+def anchor_runs(batch: Batch, n: int, window: int) -> tuple[np.ndarray, np.ndarray]:
+    """`anchors` in one array: (values, ends), text t's being values[ends[t]:ends[t + 1]]."""
+    return _anchors(batch.codes, batch.offsets, n, window)
+
+
+def runs(values: np.ndarray, ends: np.ndarray) -> list[np.ndarray]:
+    """The runs values[ends[t]:ends[t + 1]] (slices: np.split is 4x slower)."""
+    return [values[a:b] for a, b in pairwise(ends.tolist())]
+
+
+def mixed_runs(values: np.ndarray, ends: np.ndarray, domain: np.uint64,
+               keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`mix64(run ^ domain)` of each run of distinct values, ascending, cut to its first
+    `keep[t]`: (values, ends) as `anchor_runs` gives them. One kernel call for a batch of runs,
+    not numpy calls run by run."""
+    return _mixed_runs(values, ends, _U64(domain), keep)
+
+
+def joined_runs(parts: tuple[tuple[np.ndarray, np.ndarray], ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Each text's runs of every part, one after the other: (values, ends) of the parts' runs
+    (values, ends) joined text by text."""
+    values = np.concatenate([v for v, _ in parts])
+    ends = np.stack([e for _, e in parts])
+    return _joined_runs(values, ends, np.array([len(v) for v, _ in parts], np.int64).cumsum())
 
 
 def warm_up() -> None:
@@ -136,6 +161,8 @@ def warm_up() -> None:
     anchors(batch, 2, 2)
     ngram_hashes(batch, 2)
     mix64(np.zeros(1, _U64))
+    values, ends = anchor_runs(batch, 2, 1)
+    joined_runs(((values, ends), mixed_runs(values, ends, _U64(1), np.ones(2, np.int64))))
 
 
 def run_starts(*columns: np.ndarray) -> np.ndarray:
@@ -350,3 +377,42 @@ def _winnow(minima: np.ndarray, out: np.ndarray) -> int:
         found[distinct] = found[i]
         distinct += found[i] != found[distinct - 1]
     return distinct
+
+
+@compiled
+def _mixed_runs(values: np.ndarray, ends: np.ndarray, domain: np.uint64,
+                keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`mixed_runs`: mixed, sorted by insertion (runs of a short text: a few dozen values)."""
+    out = np.empty(len(values), _U64)
+    out_ends = np.zeros(len(ends), np.int64)
+    k = 0
+    for t in range(len(ends) - 1):
+        start = k
+        for p in range(ends[t], ends[t + 1]):
+            x = _mix(values[p] ^ domain)
+            j = k
+            while j > start and out[j - 1] > x:
+                out[j] = out[j - 1]
+                j -= 1
+            out[j] = x
+            k += 1
+        k = min(k, start + keep[t])
+        out_ends[t + 1] = k
+    return out[:k], out_ends
+
+
+@compiled
+def _joined_runs(values: np.ndarray, ends: np.ndarray,
+                 bases: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`joined_runs`: part q's runs are values[bases[q - 1]:][ends[q, t]:ends[q, t + 1]]."""
+    out = np.empty(len(values), _U64)
+    out_ends = np.zeros(ends.shape[1], np.int64)
+    k = 0
+    for t in range(ends.shape[1] - 1):
+        for q in range(ends.shape[0]):
+            base = bases[q - 1] if q else 0
+            for p in range(base + ends[q, t], base + ends[q, t + 1]):
+                out[k] = values[p]
+                k += 1
+        out_ends[t + 1] = k
+    return out, out_ends
