@@ -22,6 +22,7 @@ import numpy as np
 
 from ...state.store import KVStore, WriteSet
 from ..fingerprint import run_starts
+from ..jit import compiled
 from .chunks import CHUNK, Sealed, read_buckets, seal
 from .layout import Layout
 from .tables import ENTRY, anchor_keys, bucket_keys
@@ -53,12 +54,27 @@ def _ragged(lengths: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.nda
 
 def _argsort(values: np.ndarray) -> np.ndarray:
     """Stable argsort of a uint64 array by its 16-bit digits, lowest first (numpy sorts 16-bit
-    keys by radix): cheaper than numpy's 64-bit sorts on a batch's thousands of anchors or
-    candidate pairs."""
+    keys by radix), up to the highest digit any value has: cheaper than numpy's 64-bit sorts on
+    a batch's thousands of anchors or candidate pairs."""
     order = values.astype(np.uint16).argsort(kind="stable")
+    top = int(values.max()) if len(values) else 0
     for shift in (16, 32, 48):
+        if not top >> shift:
+            break
         order = order[(values[order] >> _U64(shift)).astype(np.uint16).argsort(kind="stable")]
     return order
+
+
+def _dense_argsort(values: np.ndarray) -> np.ndarray:
+    """`_argsort` of values whose bits and their positions' fit in 64: each value with its
+    position below it, sorted (unstable and fast; the positions make it stable)."""
+    top = int(values.max()) if len(values) else 0
+    width = max(len(values) - 1, 1).bit_length()
+    if top.bit_length() + width > 64:
+        return _argsort(values)
+    packed = (values << _U64(width)) | np.arange(len(values), dtype=_U64)
+    packed.sort()
+    return (packed & _U64((1 << width) - 1)).astype(np.int64)
 
 
 def _unique_inverse(values: np.ndarray,
@@ -156,9 +172,9 @@ class BatchProbe:
         if not n:
             return Candidates({}, 0, 0)
         keys_b, dist_b, compared = self._buckets(fps, seqs, candidate_distance)
-        keys_a, shared_a, score_a = self._anchors(anchors, seqs)
-        by_message, considered = self._rank(keys_b, dist_b, keys_a, shared_a, score_a,
-                                            anchors.need, max_candidates)
+        keys_a, qualifies_a, score_a = self._anchors(anchors, seqs)
+        by_message, considered = self._rank(keys_b, dist_b, keys_a, qualifies_a, score_a,
+                                            max_candidates)
         return Candidates(by_message, considered, compared)
 
     def stage(self, writes: WriteSet) -> None:
@@ -243,16 +259,15 @@ class BatchProbe:
 
     def _anchors(self, query: AnchorQuery,
                  seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(pair, shared anchors of each family, weighted score) of every (row, earlier message)
-        pair sharing an anchor. A message looks up all its anchors but is posted under only some
-        (by default its `stored` smallest: a bottom-k sample, and a copy that keeps most of a
-        text keeps some of those)."""
+        """(pair, whether it qualifies, weighted score) of every (row, earlier message) pair
+        sharing an anchor, pairs ascending. A message looks up all its anchors but is posted
+        under only some (by default its `stored` smallest: a bottom-k sample, and a copy that
+        keeps most of a text keeps some of those)."""
         anchors = query.anchors
         width = query.families.shape[1]
         counts = np.fromiter(map(len, anchors), np.int64, count=len(anchors))
         if not counts.sum():
-            empty = np.zeros(0, dtype=_U64)
-            return empty, np.zeros((0, width), np.int64), np.zeros(0, np.int64)
+            return np.zeros(0, dtype=_U64), np.zeros(0, bool), np.zeros(0, np.int64)
         flat = np.concatenate(anchors)
         owner_of = np.arange(len(anchors)).repeat(counts)
         runs = query.families.ravel()  # one run of anchors per (message, family)
@@ -278,29 +293,23 @@ class BatchProbe:
         cand = np.concatenate([stored[idx], seqs[owner_of[earlier]]])
         via = np.concatenate([rows, later])  # the looking-up occurrence of each pair entry
         pair = (owner.astype(_U64) << _U64(_SEQ_BITS)) | cand
-        by_pair = _argsort(pair)
-        ranked = pair[by_pair]
-        starts = run_starts(ranked).nonzero()[0]
-        group = np.zeros(len(ranked), np.int64)
-        group[starts[1:]] = 1
-        group = group.cumsum()
-        shared = np.bincount(group * width + family[via[by_pair]],
-                             minlength=len(starts) * width).reshape(len(starts), width)
-        score = np.add.reduceat(weight[via[by_pair]], starts) if len(starts) else np.zeros(
-            0, np.int64)
+        # Sorted by (row, candidate) packed densely: fewer 16-bit digits to sort by.
+        low = cand.min() if len(cand) else _U64(0)
+        by_pair = _dense_argsort(owner.astype(_U64) * (cand.max() - low + _U64(1)) + (cand - low)
+                                 if len(cand) else pair)
+        keys, qualifies, score = _tally(pair, by_pair, via, family, weight, query.need)
         poster = order[posted[order]]  # by anchor, then position
         self._puts += self._append("anchors", names, stored, lengths, inverse[poster],
                                    seqs[owner_of[poster]], self._postings)[0]
-        return ranked[starts], shared, score
+        return keys, qualifies, score
 
     # -- ranking --------------------------------------------------------------------------
 
     def _rank(self, keys_b: np.ndarray, dist_b: np.ndarray, keys_a: np.ndarray,
-              shared_a: np.ndarray, score_a: np.ndarray, need: np.ndarray,
+              qualifies_a: np.ndarray, score_a: np.ndarray,
               max_candidates: int) -> tuple[dict[int, list[tuple[int, int, int]]], int]:
-        """Bucket entries within the distance qualify; anchor-only ones when they share
-        `need[i, f]` of message i's anchors of some family f. Best first: the highest anchor
-        score, then the nearest."""
+        """Bucket entries within the distance qualify; anchor-only ones when `qualifies_a` says
+        so. Best first: the highest anchor score, then the nearest."""
         # The union of both kinds of pair in one stable sort: a pair's bucket entries (several
         # tables may find it, at the same distance) sort before its one anchor entry.
         found = len(keys_b)
@@ -312,15 +321,15 @@ class BatchProbe:
         dist = np.full(len(keys), -1, dtype=np.int64)
         by_bucket = first < found
         dist[by_bucket] = dist_b[first[by_bucket]]
-        shared = np.zeros((len(keys), need.shape[1]), dtype=np.int64)
+        qualifies = dist >= 0
         score = np.zeros(len(keys), dtype=np.int64)
         by_anchor = order >= found
         at = (starts.cumsum() - 1)[by_anchor]
-        shared[at] = shared_a[order[by_anchor] - found]
+        qualifies[at] |= qualifies_a[order[by_anchor] - found]
         score[at] = score_a[order[by_anchor] - found]
         owner = (keys >> _U64(_SEQ_BITS)).astype(np.int64)
-        keep = (dist >= 0) | (shared >= need[owner]).any(axis=1)
-        keys, dist, score, owner = keys[keep], dist[keep], score[keep], owner[keep]
+        keys, dist, score, owner = (keys[qualifies], dist[qualifies], score[qualifies],
+                                    owner[qualifies])
         order = np.lexsort((np.where(dist < 0, 255, dist), -score, owner))
         keys, dist, score, owner = keys[order], dist[order], score[order], owner[order]
         starts = run_starts(owner)
@@ -331,3 +340,36 @@ class BatchProbe:
                               dist[top].tolist(), score[top].tolist(), strict=True):
             by_message.setdefault(o, []).append((k, d, s))
         return by_message, len(keys)
+
+
+@compiled
+def _tally(pairs: np.ndarray, order: np.ndarray, via: np.ndarray, family: np.ndarray,
+           weight: np.ndarray, need: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct `pairs` in `order` (ascending), and for each whether it shares `need[row,
+    f]` anchors of some family f and the sum of its shared anchors' weights: entry e of a pair
+    is an anchor of family `family[via[e]]` weighing `weight[via[e]]`. One pass in a kernel:
+    in numpy a 2-D count per family, a reduction per pair and a 2-D comparison."""
+    keys = np.empty(len(order), _U64)
+    qualifies = np.empty(len(order), np.bool_)
+    score = np.zeros(len(order), np.int64)
+    shared = np.zeros(need.shape[1], np.int64)
+    groups = 0
+    start = 0
+    while start < len(order):
+        pair = pairs[order[start]]
+        shared[:] = 0
+        stop = start
+        while stop < len(order) and pairs[order[stop]] == pair:
+            e = via[order[stop]]
+            shared[family[e]] += 1
+            score[groups] += weight[e]
+            stop += 1
+        row = pair >> _U64(_SEQ_BITS)
+        keys[groups] = pair
+        qualifies[groups] = False
+        for f in range(len(shared)):
+            if shared[f] >= need[row, f]:
+                qualifies[groups] = True
+        groups += 1
+        start = stop
+    return keys[:groups], qualifies[:groups], score[:groups]
