@@ -22,13 +22,12 @@ import numpy as np
 
 from ...state.store import KVStore, WriteSet
 from ..fingerprint import run_starts
-from ..jit import compiled
 from .chunks import CHUNK, Sealed, read_buckets, seal
 from .layout import Layout
+from .pairs import SEQ_BITS, anchor_pairs
 from .tables import ENTRY, anchor_keys, bucket_keys
 
-_SEQ_BITS = 40
-_SEQ_MASK = np.uint64((1 << _SEQ_BITS) - 1)
+_SEQ_MASK = np.uint64((1 << SEQ_BITS) - 1)
 _U64 = np.uint64
 
 
@@ -63,18 +62,6 @@ def _argsort(values: np.ndarray) -> np.ndarray:
             break
         order = order[(values[order] >> _U64(shift)).astype(np.uint16).argsort(kind="stable")]
     return order
-
-
-def _dense_argsort(values: np.ndarray) -> np.ndarray:
-    """`_argsort` of values whose bits and their positions' fit in 64: each value with its
-    position below it, sorted (unstable and fast; the positions make it stable)."""
-    top = int(values.max()) if len(values) else 0
-    width = max(len(values) - 1, 1).bit_length()
-    if top.bit_length() + width > 64:
-        return _argsort(values)
-    packed = (values << _U64(width)) | np.arange(len(values), dtype=_U64)
-    packed.sort()
-    return (packed & _U64((1 << width) - 1)).astype(np.int64)
 
 
 def _unique_inverse(values: np.ndarray,
@@ -211,7 +198,7 @@ class BatchProbe:
         dist = np.bitwise_count(cand_fp ^ fps[owner])
         close = dist <= candidate_distance
         self._stage_buckets(names, stored, lengths, inverse, order, fps, seqs, sealed)
-        return ((owner[close].astype(_U64) << _U64(_SEQ_BITS)) | cand_seq[close],
+        return ((owner[close].astype(_U64) << _U64(SEQ_BITS)) | cand_seq[close],
                 dist[close].astype(np.int64), len(dist))
 
     def _stage_buckets(self, names: list[bytes], stored: np.ndarray, lengths: np.ndarray,
@@ -281,23 +268,9 @@ class BatchProbe:
         uniq, inverse = _unique_inverse(flat, order)
         names = anchor_keys(uniq)
         stored, lengths = _packed(self._store.get_many("anchors", names), np.dtype("<u8"))
-        ends = lengths.cumsum()
-        later, earlier, before = _earlier_pairs(inverse, self._postings, posted, order)
-        # One at a time, a message would see the last `postings` posters of the anchor: its
-        # earlier posters in this batch first, then the newest stored ones that still fit.
-        seen_before = np.minimum(before, self._postings)
-        keep = np.clip(self._postings - before, 0, lengths[inverse])
-        weight = query.weights[keep + seen_before]
-        rows, idx = _ragged(keep, ends[inverse] - keep)
-        owner = np.concatenate([owner_of[rows], owner_of[later]])
-        cand = np.concatenate([stored[idx], seqs[owner_of[earlier]]])
-        via = np.concatenate([rows, later])  # the looking-up occurrence of each pair entry
-        pair = (owner.astype(_U64) << _U64(_SEQ_BITS)) | cand
-        # Sorted by (row, candidate) packed densely: fewer 16-bit digits to sort by.
-        low = cand.min() if len(cand) else _U64(0)
-        by_pair = _dense_argsort(owner.astype(_U64) * (cand.max() - low + _U64(1)) + (cand - low)
-                                 if len(cand) else pair)
-        keys, qualifies, score = _tally(pair, by_pair, via, family, weight, query.need)
+        keys, qualifies, score = anchor_pairs(order, inverse, posted, owner_of, seqs, stored,
+                                              lengths, self._postings, family, query.weights,
+                                              query.need)
         poster = order[posted[order]]  # by anchor, then position
         self._puts += self._append("anchors", names, stored, lengths, inverse[poster],
                                    seqs[owner_of[poster]], self._postings)[0]
@@ -327,7 +300,7 @@ class BatchProbe:
         at = (starts.cumsum() - 1)[by_anchor]
         qualifies[at] |= qualifies_a[order[by_anchor] - found]
         score[at] = score_a[order[by_anchor] - found]
-        owner = (keys >> _U64(_SEQ_BITS)).astype(np.int64)
+        owner = (keys >> _U64(SEQ_BITS)).astype(np.int64)
         keys, dist, score, owner = (keys[qualifies], dist[qualifies], score[qualifies],
                                     owner[qualifies])
         order = np.lexsort((np.where(dist < 0, 255, dist), -score, owner))
@@ -341,35 +314,3 @@ class BatchProbe:
             by_message.setdefault(o, []).append((k, d, s))
         return by_message, len(keys)
 
-
-@compiled
-def _tally(pairs: np.ndarray, order: np.ndarray, via: np.ndarray, family: np.ndarray,
-           weight: np.ndarray, need: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The distinct `pairs` in `order` (ascending), and for each whether it shares `need[row,
-    f]` anchors of some family f and the sum of its shared anchors' weights: entry e of a pair
-    is an anchor of family `family[via[e]]` weighing `weight[via[e]]`. One pass in a kernel:
-    in numpy a 2-D count per family, a reduction per pair and a 2-D comparison."""
-    keys = np.empty(len(order), _U64)
-    qualifies = np.empty(len(order), np.bool_)
-    score = np.zeros(len(order), np.int64)
-    shared = np.zeros(need.shape[1], np.int64)
-    groups = 0
-    start = 0
-    while start < len(order):
-        pair = pairs[order[start]]
-        shared[:] = 0
-        stop = start
-        while stop < len(order) and pairs[order[stop]] == pair:
-            e = via[order[stop]]
-            shared[family[e]] += 1
-            score[groups] += weight[e]
-            stop += 1
-        row = pair >> _U64(_SEQ_BITS)
-        keys[groups] = pair
-        qualifies[groups] = False
-        for f in range(len(shared)):
-            if shared[f] >= need[row, f]:
-                qualifies[groups] = True
-        groups += 1
-        start = stop
-    return keys[:groups], qualifies[:groups], score[:groups]
