@@ -41,6 +41,7 @@ from . import jit, meaning, mood, scope, verify
 from .exact import ExactStage, content_hash, exact_key, exact_value
 from .expiry import expire
 from .features import features
+from .index import pairs
 from .index.layout import configured_layout, index_capacity
 from .index.probe import AnchorQuery, BatchProbe
 from .normalize import Clauses, Normalized, Normalizer
@@ -121,6 +122,7 @@ class Engine(Snapshots):
         self._strategy = make_strategy(settings.fingerprint)
         jit.note_compiling()
         fpr.warm_up()
+        pairs.warm_up()
         self._layout = configured_layout(settings)
         self._window_ms = int(settings.window.seconds * 1000)
         self._weights = anchor_weights(settings.index.anchor_postings)

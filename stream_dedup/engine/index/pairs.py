@@ -138,3 +138,10 @@ def _kept(postings: int, before: int, stored: int) -> int:
 def _recent(postings: int, before: int) -> int:
     """Earlier posters in the batch a lookup sees: the most recent `postings` (all with none)."""
     return min(before, postings) if postings else before
+
+
+def warm_up() -> None:
+    """Load (or compile) the kernels now rather than inside the first batch with anchors."""
+    one = np.zeros(1, np.int64)
+    anchor_pairs(one, one, np.ones(1, np.bool_), one, np.zeros(1, _U64), np.zeros(1, _U64),
+                 np.ones(1, np.int64), 1, one, np.ones(2, np.int64), np.ones((1, 1), np.int64))
