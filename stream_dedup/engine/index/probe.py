@@ -283,6 +283,13 @@ class BatchProbe:
               max_candidates: int) -> tuple[dict[int, list[tuple[int, int, int]]], int]:
         """Bucket entries within the distance qualify; anchor-only ones when `qualifies_a` says
         so. Best first: the highest anchor score, then the nearest."""
+        # Anchor pairs (ascending) that neither qualify nor score a bucket entry go first: most
+        # of them share an anchor or two, and they would only be sorted to be dropped.
+        if len(keys_a):
+            at = np.minimum(np.searchsorted(keys_a, keys_b), len(keys_a) - 1)
+            wanted = qualifies_a.copy()
+            wanted[at[keys_a[at] == keys_b]] = True
+            keys_a, qualifies_a, score_a = keys_a[wanted], qualifies_a[wanted], score_a[wanted]
         # The union of both kinds of pair in one stable sort: a pair's bucket entries (several
         # tables may find it, at the same distance) sort before its one anchor entry.
         found = len(keys_b)
