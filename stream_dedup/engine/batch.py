@@ -36,8 +36,8 @@ from ..config import Settings
 from ..records import Decision, Message, Verdict
 from ..state import open_store
 from ..state.store import KVStore, WriteSet
+from . import bloom, jit, meaning, mood, scope, verify
 from . import fingerprint as fpr
-from . import jit, meaning, mood, scope, verify
 from .exact import ExactStage, content_hash, exact_key, exact_value
 from .expiry import expire
 from .features import features
@@ -123,6 +123,7 @@ class Engine(Snapshots):
         jit.note_compiling()
         fpr.warm_up()
         pairs.warm_up()
+        bloom.warm_up()
         self._layout = configured_layout(settings)
         self._window_ms = int(settings.window.seconds * 1000)
         self._weights = anchor_weights(settings.index.anchor_postings)

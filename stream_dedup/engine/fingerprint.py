@@ -47,7 +47,7 @@ def mix64(x: np.ndarray) -> np.ndarray:
 
 
 @compiled
-def _mix(z: np.uint64) -> np.uint64:
+def mix(z: np.uint64) -> np.uint64:
     """`mix64` of one value."""
     z += _GOLDEN
     z = (z ^ (z >> _U64(30))) * _MIX1
@@ -59,7 +59,7 @@ def _mix(z: np.uint64) -> np.uint64:
 def _mix_each(z: np.ndarray) -> None:
     """`mix64` of every value of a 1-d uint64 array, in place."""
     for i in range(len(z)):
-        z[i] = _mix(z[i])
+        z[i] = mix(z[i])
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,13 +219,13 @@ def _chunk_hashes(codes: np.ndarray, offsets: np.ndarray, first: int, stop: int,
     for i in range(n):
         column = codes[base + i : base + i + grams]
         for p in range(grams):
-            out[p] = _mix(out[p] ^ column[p])
+            out[p] = mix(out[p] ^ column[p])
     for t in range(first, stop):
         begin, end = offsets[t], offsets[t + 1]
         if 0 < end - begin < n:  # shorter than a gram: the whole text, folded the same way
             h = _U64(0)
             for c in codes[begin:end]:
-                h = _mix(h ^ c)
+                h = mix(h ^ c)
             out[begin - base] = h
 
 
@@ -389,7 +389,7 @@ def _mixed_runs(values: np.ndarray, ends: np.ndarray, domain: np.uint64,
     for t in range(len(ends) - 1):
         start = k
         for p in range(ends[t], ends[t + 1]):
-            x = _mix(values[p] ^ domain)
+            x = mix(values[p] ^ domain)
             j = k
             while j > start and out[j - 1] > x:
                 out[j] = out[j - 1]
