@@ -48,16 +48,22 @@ class Features:
 
     fps: np.ndarray  # fingerprint rows
     owner: np.ndarray  # the message of each row, ascending
-    anchors: list[np.ndarray]  # per message: every anchor it looks up, family by family, each
-    # family ascending
+    values: np.ndarray  # every anchor each message looks up, message by message, family by
+    # family, each family ascending
     families: np.ndarray  # (messages, FAMILIES): how many anchors of each family a message has
     posted: np.ndarray  # (messages, FAMILIES): under how many of each family's smallest it is
     # posted
 
+    @property
+    def anchors(self) -> list[np.ndarray]:
+        """Per message, the anchors it looks up (slices of `values`)."""
+        return fpr.runs(self.values, np.concatenate(([0], self.families.sum(axis=1).cumsum())))
+
     def posted_anchors(self, i: int) -> np.ndarray:
         """The anchors message i is posted under."""
         ends = self.families[i].cumsum()
-        return np.concatenate([self.anchors[i][end - count:end - count + posted]
+        first = self.families[:i].sum()
+        return np.concatenate([self.values[first + end - count:first + end - count + posted]
                                for count, end, posted
                                in zip(self.families[i], ends, self.posted[i], strict=True)])
 
@@ -68,8 +74,8 @@ def features(texts: Sequence[str], salts: np.ndarray, strategy: fpr.Strategy,
     fps, owner = strategy(texts)
     families = np.zeros((len(texts), FAMILIES), np.int64)
     if not index.anchors:
-        fps, empty = scope.apply(salts, fps, owner, [_NONE] * len(texts))
-        return Features(fps, owner, empty, families, families.copy())
+        fps, none = scope.apply(salts, fps, owner, _NONE, families)
+        return Features(fps, owner, none, families, families.copy())
     lengths = np.fromiter(map(len, texts), np.int64, count=len(texts))
     # Each family as (values, ends) over the whole batch, text t's keys values[ends[t]:ends[t+1]]
     parts = (fpr.anchor_runs(fpr.Batch.of(texts), fingerprint.anchor_ngram,
@@ -79,13 +85,13 @@ def features(texts: Sequence[str], salts: np.ndarray, strategy: fpr.Strategy,
     for family, (_, ends) in enumerate(parts):
         families[:, family] = np.diff(ends)
     # the few short texts: their other families after
-    values, ends = fpr.joined_runs(parts) if families[:, 1:].any() else parts[WINNOWED]
+    values = fpr.joined_runs(parts)[0] if families[:, 1:].any() else parts[WINNOWED][0]
     stored = index.anchors_stored or np.iinfo(np.int64).max
     posted = np.minimum(families, stored)
     posted[lengths > index.short_chars, BIGRAM] = 0  # bigrams posted by short texts only
     posted[:, DELETION] = families[:, DELETION]
-    fps, anchors = scope.apply(salts, fps, owner, fpr.runs(values, ends))
-    return Features(fps, owner, anchors, families, posted)
+    fps, values = scope.apply(salts, fps, owner, values, families)
+    return Features(fps, owner, values, families, posted)
 
 
 def _bigram_anchors(texts: Sequence[str], lengths: np.ndarray, short_chars: int,

@@ -129,7 +129,8 @@ def anchors(batch: Batch, n: int, window: int) -> list[np.ndarray]:
 
 def anchor_runs(batch: Batch, n: int, window: int) -> tuple[np.ndarray, np.ndarray]:
     """`anchors` in one array: (values, ends), text t's being values[ends[t]:ends[t + 1]]."""
-    return _anchors(batch.codes, batch.offsets, n, window)
+    values, ends = _anchors(batch.codes, batch.offsets, n, window)
+    return values[: ends[-1]], ends
 
 
 def runs(values: np.ndarray, ends: np.ndarray) -> list[np.ndarray]:
@@ -415,4 +416,4 @@ def _joined_runs(values: np.ndarray, ends: np.ndarray,
                 out[k] = values[p]
                 k += 1
         out_ends[t + 1] = k
-    return out, out_ends
+    return out[:k], out_ends

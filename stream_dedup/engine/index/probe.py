@@ -128,14 +128,14 @@ def _packed(values: list[bytes | None], dtype: np.dtype) -> tuple[np.ndarray, np
 class AnchorQuery:
     """The anchors of a batch's rows and how their matches count.
 
-    Row i looks up all of `anchors[i]` (listed family by family, `families[i]` of each, each
-    family ascending) and is posted under the `posted[i, f]` smallest of each family f (None: its
-    `stored` smallest, of one family). A candidate found by
+    Row i looks up its `families[i].sum()` anchors of `values` (row by row, listed family by
+    family, `families[i]` of each, each family ascending) and is posted under the `posted[i, f]`
+    smallest of each family f (None: its `stored` smallest, of one family). A candidate found by
     anchors alone qualifies when it shares `need[i, f]` anchors of some family f; candidates are
     ranked by the sum over shared anchors of `weights[seen]`, seen being how many earlier
     posters the lookup found under the anchor."""
 
-    anchors: list[np.ndarray]
+    values: np.ndarray
     families: np.ndarray
     need: np.ndarray
     weights: np.ndarray
@@ -250,15 +250,13 @@ class BatchProbe:
         sharing an anchor, pairs ascending. A message looks up all its anchors but is posted
         under only some (by default its `stored` smallest: a bottom-k sample, and a copy that
         keeps most of a text keeps some of those)."""
-        anchors = query.anchors
-        width = query.families.shape[1]
-        counts = np.fromiter(map(len, anchors), np.int64, count=len(anchors))
-        if not counts.sum():
+        flat = query.values
+        rows, width = query.families.shape
+        if not len(flat):
             return np.zeros(0, dtype=_U64), np.zeros(0, bool), np.zeros(0, np.int64)
-        flat = np.concatenate(anchors)
-        owner_of = np.arange(len(anchors)).repeat(counts)
+        owner_of = np.arange(rows).repeat(query.families.sum(axis=1))
         runs = query.families.ravel()  # one run of anchors per (message, family)
-        family = np.tile(np.arange(width), len(anchors)).repeat(runs)
+        family = np.tile(np.arange(width), rows).repeat(runs)
         rank = np.arange(len(flat)) - (runs.cumsum() - runs).repeat(runs)  # within its run
         if query.posted is not None:
             posted = rank < query.posted.ravel().repeat(runs)
