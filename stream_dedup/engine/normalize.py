@@ -23,13 +23,14 @@ import html
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
-from functools import partial
+from functools import partial, reduce
 
 import numpy as np
 import numpy.typing as npt
 import opencc
 
 from ..config import NormalizeSettings
+from .lines import splice
 from .simplify import Simplifier
 
 # A batch is normalized as one string, its texts joined by newlines, so every step runs once per
@@ -73,10 +74,16 @@ _TAGS = (r"#[^#\n]{1,40}#", r"【[^【】\n]{0,40}】", r"〖[^〖〗\n]{0,40}�
          # a truncation marker in brackets: （未完）, (未完待续), [待续]
          r"[（(\[]\s{0,2}(?:未完待续|未完|待续)\s{0,2}[）)\]]")
 _BRACKET_TAG = (r"\[[^\[\]\n]{1,10}\]",)
-# Patterns that start with a character set the regex engine tries at every character, and the
-# literals (caseless) of which every match holds one: only the lines holding one are searched.
-_HINTS = {_RETWEET[0]: ("转", "轉"), _FORWARD[0]: ("微博",), _FORWARD[2]: ("转", "轉"),
-          _FORWARD[5]: ("来源",), _TAGS[3]: ("未完", "待续")}
+# Of every decoration pattern, literals one of which each of its matches holds: a line holding
+# none of the enabled patterns' literals is left as it is by every decoration step (`_decorate`).
+_LITERALS = {
+    _RETWEET[0]: ("转", "轉"), _RETWEET[1]: ("//",), _RETWEET[2]: ("回复", "回覆"),
+    _FORWARD[0]: ("转", "轉"), _FORWARD[1]: ("repost",), _FORWARD[2]: ("转", "轉"),
+    _FORWARD[3]: ("via",), _FORWARD[4]: ("来自",), _FORWARD[5]: ("来源",),
+    _URL[0]: ("//",), _URL[1]: ("www.",), _SHORT_LINK: ("/",), _MENTION[0]: ("@",),
+    _TAGS[0]: ("#",), _TAGS[1]: ("【",), _TAGS[2]: ("〖",), _TAGS[3]: ("未完", "待续"),
+    _BRACKET_TAG[0]: ("[",),
+}
 _SPACES = r"[^\S\n{keep}]+"
 # Between paragraphs when `paragraphs` is on (U+2029 PARAGRAPH SEPARATOR: never content, never
 # the newline that joins a batch). Runs collapse to one; none is left at either end of a text.
@@ -242,18 +249,17 @@ def _content_and_clauses(table: npt.NDArray[np.bool_], text: str,
     return content, out
 
 
-def _sub_lines_with(hint: Callable[[str], list[int]], pattern: re.Pattern[str], text: str) -> str:
-    """`pattern.sub(" ", text)` where every match of `pattern` holds a hint (`hint(text)`: where
-    the hints are, ascending) and no newline, and `pattern` reads nothing beyond the line
-    (`^` and lookarounds see the line's edges as they see a newline): only the lines holding a
-    hint are searched."""
+def _sub_lines_with(hint: re.Pattern[str], pattern: re.Pattern[str], text: str) -> str:
+    """`pattern.sub(" ", text)` where every match of `pattern` holds a match of `hint` and no
+    newline (and `pattern` has no anchor or lookaround): only the lines holding `hint` are
+    searched."""
     pieces: list[str] = []
     done = 0
-    for at in hint(text):
-        if at < done:
+    for found in hint.finditer(text):
+        if found.start() < done:
             continue  # a line already searched
-        start = text.rfind("\n", 0, at) + 1
-        end = text.find("\n", at)
+        start = text.rfind("\n", 0, found.start()) + 1
+        end = text.find("\n", found.end())
         end = len(text) if end < 0 else end
         pieces += (text[done:start], pattern.sub(" ", text[start:end]))
         done = end
@@ -263,31 +269,45 @@ def _sub_lines_with(hint: Callable[[str], list[int]], pattern: re.Pattern[str], 
     return "".join(pieces)
 
 
-def _literals_at(literals: tuple[str, ...], text: str) -> list[int]:
-    """Where any of `literals` occurs in `text`, ascending (str.find: far cheaper than a regex
-    scan for a character set)."""
-    found = []
-    for literal in literals:
-        at = text.find(literal)
-        while at >= 0:
-            found.append(at)
-            at = text.find(literal, at + 1)
-    return sorted(found)
-
-
-def _matches_at(hint: re.Pattern[str], text: str) -> list[int]:
-    return [found.start() for found in hint.finditer(text)]
-
-
 def _remover(pattern: str, flags: int) -> Callable[[str], str]:
     """The step replacing every match of `pattern` by a space."""
     regex = re.compile(pattern, flags)
     if pattern == _SHORT_LINK:
-        return partial(_sub_lines_with, partial(_matches_at, re.compile(_SHORT_LINK_CORE, flags)),
-                       regex)
-    if pattern in _HINTS:
-        return partial(_sub_lines_with, partial(_literals_at, _HINTS[pattern]), regex)
+        return partial(_sub_lines_with, re.compile(_SHORT_LINK_CORE, flags), regex)
     return partial(regex.sub, " ")
+
+
+def _decorations(patterns: Sequence[str], flags: int) -> Callable[[str], str]:
+    """The step removing every match of each of `patterns` in turn (`_decorate`)."""
+    trigger = "|".join(re.escape(literal) for literal in sorted(
+        {literal for pattern in patterns for literal in _LITERALS[pattern]}))
+    return partial(_decorate, re.compile(trigger, flags),
+                   tuple(_remover(pattern, flags) for pattern in patterns))
+
+
+def _decorate(trigger: re.Pattern[str], removers: tuple[Callable[[str], str], ...],
+              text: str) -> str:
+    """Every remover in turn, on the lines holding a match of `trigger` (a literal of some
+    decoration pattern, `_LITERALS`): a line holding none is left as it is by all of them, and
+    most lines hold none. The lines are joined as the batch is; a match that takes the newline
+    between two of them (none should) sends each through the removers alone."""
+    starts, ends = [], []
+    at = 0
+    while (found := trigger.search(text, at)) is not None:  # then on from the next line
+        starts.append(text.rfind("\n", 0, found.start()) + 1)
+        end = text.find("\n", found.end())
+        ends.append(len(text) if end < 0 else end)
+        at = ends[-1] + 1
+    if not starts:
+        return text
+    chosen = [text[a:b] for a, b in zip(starts, ends, strict=True)]
+    joined = "\n".join(chosen)
+    for remove in removers:
+        joined = remove(joined)
+    out = joined.split("\n")
+    if len(out) != len(chosen):
+        out = [reduce(lambda line, remove: remove(line), removers, line) for line in chosen]
+    return splice(text, starts, ends, out)
 
 
 def _tidy_breaks(text: str) -> str:
@@ -324,7 +344,8 @@ class Normalizer:
             steps.append(Simplifier(converter))
         if s.lowercase:
             steps.append(str.lower)
-        steps.extend(_remover(pattern, flags) for pattern in decorations)
+        if decorations:
+            steps.append(_decorations(decorations, flags))
         keep = PARAGRAPH_BREAK if s.paragraphs else ""
         # Clause ends are read where the symbols step deletes the marks; with paragraphs kept,
         # the breaks tidied after it would move them, so there are none.

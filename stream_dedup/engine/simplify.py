@@ -28,10 +28,11 @@ import numpy as np
 import numpy.typing as npt
 import opencc
 
+from .lines import code_points, holding, splice
+
 log = logging.getLogger(__name__)
 _CODES = 0x110000
 _SURROGATES = slice(0xD800, 0xE000)
-_NEWLINE = 10
 
 
 class Simplifier:
@@ -45,22 +46,14 @@ class Simplifier:
     def __call__(self, text: str) -> str:
         if self._witness is None:
             return self._convert(text)
-        codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        codes = code_points(text)
         hits = np.flatnonzero(self._witness.take(codes))
         if not len(hits):
             return text
-        # Where each line holding a witness starts and ends: the newlines around it.
-        bounds = np.concatenate(([-1], np.flatnonzero(codes == _NEWLINE), [len(codes)]))
-        changing = np.unique(np.searchsorted(bounds, hits))
-        starts, ends = (bounds[changing - 1] + 1).tolist(), bounds[changing].tolist()
+        starts, ends = holding(codes, hits)
         converted = self._convert("\n".join([text[a:b] for a, b in zip(starts, ends,
                                                                         strict=True)]))
-        pieces, done = [], 0
-        for start, end, line in zip(starts, ends, converted.split("\n"), strict=True):
-            pieces += (text[done:start], line)
-            done = end
-        pieces.append(text[done:])
-        return "".join(pieces)
+        return splice(text, starts, ends, converted.split("\n"))
 
 
 @cache
