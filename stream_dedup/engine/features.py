@@ -49,7 +49,8 @@ class Features:
     fps: np.ndarray  # fingerprint rows
     owner: np.ndarray  # the message of each row, ascending
     values: np.ndarray  # every anchor each message looks up, message by message, family by
-    # family, each family ascending
+    # family, each family ascending: message i's are values[ends[i]:ends[i + 1]]
+    ends: np.ndarray
     families: np.ndarray  # (messages, FAMILIES): how many anchors of each family a message has
     posted: np.ndarray  # (messages, FAMILIES): under how many of each family's smallest it is
     # posted
@@ -57,14 +58,13 @@ class Features:
     @property
     def anchors(self) -> list[np.ndarray]:
         """Per message, the anchors it looks up (slices of `values`)."""
-        return fpr.runs(self.values, np.concatenate(([0], self.families.sum(axis=1).cumsum())))
+        return fpr.runs(self.values, self.ends)
 
     def posted_anchors(self, i: int) -> np.ndarray:
         """The anchors message i is posted under."""
+        own = self.values[self.ends[i]:self.ends[i + 1]]
         ends = self.families[i].cumsum()
-        first = self.families[:i].sum()
-        return np.concatenate([self.values[first + end - count:first + end - count + posted]
-                               for count, end, posted
+        return np.concatenate([own[end - count:end - count + posted] for count, end, posted
                                in zip(self.families[i], ends, self.posted[i], strict=True)])
 
 
@@ -75,7 +75,8 @@ def features(texts: Sequence[str], salts: np.ndarray, strategy: fpr.Strategy,
     families = np.zeros((len(texts), FAMILIES), np.int64)
     if not index.anchors:
         fps, none = scope.apply(salts, fps, owner, _NONE, families)
-        return Features(fps, owner, none, families, families.copy())
+        return Features(fps, owner, none, np.zeros(len(texts) + 1, np.int64), families,
+                        families.copy())
     lengths = np.fromiter(map(len, texts), np.int64, count=len(texts))
     # Each family as (values, ends) over the whole batch, text t's keys values[ends[t]:ends[t+1]]
     parts = (fpr.anchor_runs(fpr.Batch.of(texts), fingerprint.anchor_ngram,
@@ -85,13 +86,13 @@ def features(texts: Sequence[str], salts: np.ndarray, strategy: fpr.Strategy,
     for family, (_, ends) in enumerate(parts):
         families[:, family] = np.diff(ends)
     # the few short texts: their other families after
-    values = fpr.joined_runs(parts)[0] if families[:, 1:].any() else parts[WINNOWED][0]
+    values, ends = fpr.joined_runs(parts) if families[:, 1:].any() else parts[WINNOWED]
     stored = index.anchors_stored or np.iinfo(np.int64).max
     posted = np.minimum(families, stored)
     posted[lengths > index.short_chars, BIGRAM] = 0  # bigrams posted by short texts only
     posted[:, DELETION] = families[:, DELETION]
     fps, values = scope.apply(salts, fps, owner, values, families)
-    return Features(fps, owner, values, families, posted)
+    return Features(fps, owner, values, ends, families, posted)
 
 
 def _bigram_anchors(texts: Sequence[str], lengths: np.ndarray, short_chars: int,
