@@ -2,12 +2,12 @@
 
 OpenCC matches every position of its input against its dictionaries, about 2 µs a message of a
 batch, and most lines of a simplified-script feed hold no character it would change. An entry
-changes a line only where the line holds its whole key, so only a line holding one of the key's
-characters can change: each entry that changes anything gets one such character, its *witness*
-(one already chosen for another entry when its key has one, else the first it changes), and a
-line holding no witness is left as it is. An entry changes what its key's first value differs
-from (OpenCC converts to that one). The other lines are converted together, joined by
-newlines as the batch is (no key holds a newline, so each converts as it would alone).
+changes a line only where the line holds its whole key, and changes it only when its key differs
+from its first value (the one OpenCC converts to). So each such entry gets one character of its
+key, its *witness* (one already chosen for another entry when its key has one, else the first
+it changes), and a line holding no witness is left as it is. The other lines are converted
+together, joined by newlines as the batch is (no key holds a newline, so each converts as it
+would alone).
 
 The witnesses are read from the converter's own dictionaries (OpenCC's `opencc_dict` prints them
 as text), so they follow the installed OpenCC; where they cannot be read every line is converted.
