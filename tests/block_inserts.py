@@ -13,7 +13,7 @@ from stream_dedup.state.store import KVStore, WriteSet
 def insert(store: KVStore, layout: Layout, fps: np.ndarray, seqs: np.ndarray) -> WriteSet:
     """Probe and insert one batch; returns the writes it made."""
     n = len(fps)
-    none = AnchorQuery([np.zeros(0, np.uint64)] * n, np.zeros((n, 1), int),
+    none = AnchorQuery(np.zeros(0, np.uint64), np.zeros((n, 1), int),
                        np.ones((n, 1), int), np.ones(2, int))
     probe = BatchProbe(store, layout, postings=1, stored=0)
     probe.run(fps, seqs, none, 64, 1)

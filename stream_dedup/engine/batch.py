@@ -36,11 +36,12 @@ from ..config import Settings
 from ..records import Decision, Message, Verdict
 from ..state import open_store
 from ..state.store import KVStore, WriteSet
+from . import bloom, jit, meaning, mood, scope, verify
 from . import fingerprint as fpr
-from . import jit, meaning, mood, scope, verify
 from .exact import ExactStage, content_hash, exact_key, exact_value
 from .expiry import expire
 from .features import features
+from .index import pairs
 from .index.layout import configured_layout, index_capacity
 from .index.probe import AnchorQuery, BatchProbe
 from .normalize import Clauses, Normalized, Normalizer
@@ -121,6 +122,8 @@ class Engine(Snapshots):
         self._strategy = make_strategy(settings.fingerprint)
         jit.note_compiling()
         fpr.warm_up()
+        pairs.warm_up()
+        bloom.warm_up()
         self._layout = configured_layout(settings)
         self._window_ms = int(settings.window.seconds * 1000)
         self._weights = anchor_weights(settings.index.anchor_postings)
@@ -291,17 +294,13 @@ class Engine(Snapshots):
         seqs = np.fromiter((p.seq for p in near), dtype=np.uint64, count=len(near))
         # A message's anchors go with its first row (every message has one or more rows).
         if len(owner) == len(near):
-            first_row, row_anchors = np.arange(len(near)), f.anchors
-            families, posted = f.families, f.posted
+            first_row, families, posted = np.arange(len(near)), f.families, f.posted
         else:
             first_row = np.searchsorted(owner, np.arange(len(near)))
-            row_anchors = [np.zeros(0, np.uint64)] * len(owner)
             families = np.zeros((len(owner), f.families.shape[1]), np.int64)
             posted = families.copy()
-            for i, row in enumerate(first_row.tolist()):
-                row_anchors[row] = f.anchors[i]
-                families[row], posted[row] = f.families[i], f.posted[i]
-        query = AnchorQuery(row_anchors, families, anchor_need(families, s.index.anchors_stored),
+            families[first_row], posted[first_row] = f.families, f.posted
+        query = AnchorQuery(f.values, families, anchor_need(families, s.index.anchors_stored),
                             self._weights, posted)
         found = probe.run(fps, seqs[owner], query, s.index.candidate_distance,
                           s.index.max_candidates)

@@ -26,6 +26,9 @@ from typing import Self
 import numpy as np
 import numpy.typing as npt
 
+from .fingerprint import mix
+from .jit import compiled
+
 MAX_HASHES = 16
 # Positions are computed as h1 + i * h2 on residues below m without wrapping: (1 + MAX_HASHES)
 # * m must stay below 2**64.
@@ -36,9 +39,7 @@ _SNAPSHOT_VERSION = 2  # 2: the bits stored apart from the header
 # magic, version, bits_per_generation, hashes, generations, span_ms, has_newest, newest
 _HEADER = struct.Struct("<4sHQHIQ?q")
 
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
+_U64 = np.uint64
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,13 +122,6 @@ class BloomSizing:
         return -math.expm1(math.log1p(-self.fp_rate) / self.generations)
 
 
-def _splitmix64(x: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
-    z = x + _GOLDEN
-    z = (z ^ (z >> np.uint64(30))) * _MIX1
-    z = (z ^ (z >> np.uint64(27))) * _MIX2
-    return z ^ (z >> np.uint64(31))
-
-
 def _repeats(keys: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
     """True where the key already occurred earlier in `keys`.
 
@@ -148,13 +142,12 @@ class RollingBloom:
     is never a false positive because of a *different* key of the same batch.
     """
 
-    __slots__ = ("_bits", "_newest", "_offsets", "sizing")
+    __slots__ = ("_bits", "_newest", "sizing")
 
     def __init__(self, sizing: BloomSizing) -> None:
         self.sizing = sizing
         self._bits = np.zeros((sizing.generations, sizing.words_per_generation), dtype=np.uint64)
         self._newest: int | None = None
-        self._offsets = np.arange(sizing.hashes, dtype=np.uint64)
 
     def generation_of(self, ts_ms: int) -> int:
         """The generation a timestamp belongs to: floor(ts_ms / span_ms)."""
@@ -183,8 +176,8 @@ class RollingBloom:
 
     def contains(self, keys: npt.ArrayLike) -> npt.NDArray[np.bool_]:
         """Whether each key is probably in a live generation (no add, no rotation)."""
-        word, mask = self._positions(_as_keys(keys))
-        return self._query(word, mask)
+        return _found(self._bits, _as_keys(keys), self.sizing.hashes,
+                      self.sizing.bits_per_generation)
 
     def add(self, keys: npt.ArrayLike, ts_ms: npt.ArrayLike) -> None:
         """Add each key to the generation of its timestamp (see `contains_add`)."""
@@ -265,48 +258,6 @@ class RollingBloom:
         bloom._newest = newest if has_newest else None
         return bloom
 
-    def _positions(
-        self, keys: npt.NDArray[np.uint64]
-    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.uint64]]:
-        """Word index and bit mask of each key's k positions, both shaped (k, len(keys)).
-
-        Keys run along the last axis so that reductions over the k probes are element-wise
-        between rows; in-place steps keep large temporaries (and their page faults) down.
-        """
-        m = np.uint64(self.sizing.bits_per_generation)
-        h2 = _splitmix64(keys)
-        h2 |= np.uint64(1)
-        h2 %= m
-        pos = self._offsets[:, None] * h2
-        pos += keys % m
-        pos %= m
-        word = (pos >> np.uint64(6)).astype(np.intp)
-        pos &= np.uint64(63)
-        mask = np.left_shift(np.uint64(1), pos, out=pos)
-        return word, mask
-
-    def _query(
-        self, word: npt.NDArray[np.intp], mask: npt.NDArray[np.uint64]
-    ) -> npt.NDArray[np.bool_]:
-        # Every row is a live generation (rows rotated in are zero and never match). Probe by
-        # probe over the (row, key) pairs whose bits were all set so far: a pair leaves at its
-        # first clear bit, so a new key costs about 1 / (1 - fill) probes a row, not k: about
-        # half the cost of gathering all k probes of each row at the design fill of 0.5.
-        n = word.shape[1]
-        words = self.sizing.words_per_generation
-        bits = self._bits.reshape(-1)  # a view: the bits are made C-contiguous, written in place
-        pair = np.arange(self.sizing.generations * n)  # row * n + key
-        for probe_word, probe_mask in zip(word, mask, strict=True):
-            if not pair.size:
-                break
-            row, key = np.divmod(pair, n)
-            probed = bits.take(row * words + probe_word.take(key))
-            probed &= probe_mask.take(key)
-            pair = pair[probed.astype(bool)]
-        found = np.zeros(n, dtype=bool)
-        found[pair % n] = True
-        return found
-
     def _rotate_to(self, generation: int) -> None:
         """Make `generation` the newest, zeroing the rows of the generations it displaces."""
         if self._newest is None:
@@ -335,31 +286,54 @@ class RollingBloom:
         if self._newest is not None:
             running = np.maximum(running, self._newest)
         cuts = np.flatnonzero(running[1:] != running[:-1]) + 1
-        word, mask = self._positions(keys)
-        g, words = self.sizing.generations, self.sizing.words_per_generation
-        bits = self._bits.reshape(-1)  # a view, as in `_query`
+        g, k, m = self.sizing.generations, self.sizing.hashes, self.sizing.bits_per_generation
         bounds = [0, *cuts.tolist(), keys.size]
         for lo, hi in pairwise(bounds):
             newest = int(running[lo])
             self._rotate_to(newest)
             if report:
-                found[lo:hi] = self._query(word[:, lo:hi], mask[:, lo:hi]) | _repeats(keys[lo:hi])
+                found[lo:hi] = _found(self._bits, keys[lo:hi], k, m) | _repeats(keys[lo:hi])
             # gens <= newest here; older than the oldest live generation goes to the oldest.
-            rows = np.maximum(gens[lo:hi], newest - g + 1) % g
-            _or_at(bits, (rows * words + word[:, lo:hi]).ravel(), mask[:, lo:hi].ravel())
+            _set(self._bits, keys[lo:hi], np.maximum(gens[lo:hi], newest - g + 1) % g, k, m)
         return found
 
 
-def _or_at(bits: npt.NDArray[np.uint64], index: npt.NDArray[np.intp],
-           masks: npt.NDArray[np.uint64]) -> None:
-    """`np.bitwise_or.at(bits, index, masks)`, the same bits at a fraction of the cost
-    (`ufunc.at` is unbuffered and slow): one gather, OR and scatter. A word
-    indexed more than once keeps one of its masks from the scatter; the masks it lost are ORed
-    in again (a dozen words a batch)."""
-    bits[index] = bits.take(index) | masks
-    lost = np.flatnonzero((bits.take(index) & masks) != masks)
-    if lost.size:
-        np.bitwise_or.at(bits, index[lost], masks[lost])
+@compiled
+def _found(bits: np.ndarray, keys: np.ndarray, hashes: int, m: int) -> np.ndarray:
+    """Whether all the positions of each key are set in some row of `bits` (a row is a
+    generation). A row is left at the key's first clear bit: a new key costs about
+    1 / (1 - fill) probes a row, not k."""
+    found = np.zeros(len(keys), np.bool_)
+    for i in range(len(keys)):
+        first, step = _probes(keys[i], m)
+        for row in range(bits.shape[0]):
+            hit = True
+            for j in range(hashes):
+                pos = (first + _U64(j) * step) % _U64(m)
+                if not bits[row, pos >> _U64(6)] & (_U64(1) << (pos & _U64(63))):
+                    hit = False
+                    break
+            if hit:
+                found[i] = True
+                break
+    return found
+
+
+@compiled
+def _set(bits: np.ndarray, keys: np.ndarray, rows: np.ndarray, hashes: int, m: int) -> None:
+    """Set the positions of each key in its row of `bits`."""
+    for i in range(len(keys)):
+        first, step = _probes(keys[i], m)
+        for j in range(hashes):
+            pos = (first + _U64(j) * step) % _U64(m)
+            bits[rows[i], pos >> _U64(6)] |= _U64(1) << (pos & _U64(63))
+
+
+@compiled
+def _probes(key: np.uint64, m: int) -> tuple[np.uint64, np.uint64]:
+    """h1 and h2 of the double hashing (module docstring), both below m: positions
+    (h1 + i * h2) mod m never wrap (`MAX_BITS`)."""
+    return key % _U64(m), (mix(key) | _U64(1)) % _U64(m)
 
 
 def _as_keys(keys: npt.ArrayLike) -> npt.NDArray[np.uint64]:
@@ -367,3 +341,10 @@ def _as_keys(keys: npt.ArrayLike) -> npt.NDArray[np.uint64]:
     if arr.ndim != 1:
         raise ValueError(f"keys must be a 1-D array of uint64 hashes, got shape {arr.shape}")
     return arr
+
+
+def warm_up() -> None:
+    """Load (or compile) the kernels now rather than inside the first batch."""
+    bits, keys = np.zeros((1, 1), _U64), np.zeros(1, _U64)
+    _set(bits, keys, np.zeros(1, np.int64), 1, 64)
+    _found(bits, keys, 1, 64)

@@ -48,17 +48,23 @@ class Features:
 
     fps: np.ndarray  # fingerprint rows
     owner: np.ndarray  # the message of each row, ascending
-    anchors: list[np.ndarray]  # per message: every anchor it looks up, family by family, each
-    # family ascending
+    values: np.ndarray  # every anchor each message looks up, message by message, family by
+    # family, each family ascending: message i's are values[ends[i]:ends[i + 1]]
+    ends: np.ndarray
     families: np.ndarray  # (messages, FAMILIES): how many anchors of each family a message has
     posted: np.ndarray  # (messages, FAMILIES): under how many of each family's smallest it is
     # posted
 
+    @property
+    def anchors(self) -> list[np.ndarray]:
+        """Per message, the anchors it looks up (slices of `values`)."""
+        return fpr.runs(self.values, self.ends)
+
     def posted_anchors(self, i: int) -> np.ndarray:
         """The anchors message i is posted under."""
+        own = self.values[self.ends[i]:self.ends[i + 1]]
         ends = self.families[i].cumsum()
-        return np.concatenate([self.anchors[i][end - count:end - count + posted]
-                               for count, end, posted
+        return np.concatenate([own[end - count:end - count + posted] for count, end, posted
                                in zip(self.families[i], ends, self.posted[i], strict=True)])
 
 
@@ -68,53 +74,58 @@ def features(texts: Sequence[str], salts: np.ndarray, strategy: fpr.Strategy,
     fps, owner = strategy(texts)
     families = np.zeros((len(texts), FAMILIES), np.int64)
     if not index.anchors:
-        fps, empty = scope.apply(salts, fps, owner, [_NONE] * len(texts))
-        return Features(fps, owner, empty, families, families.copy())
-    batch = fpr.Batch.of(texts)
-    winnowed = fpr.anchors(batch, fingerprint.anchor_ngram, fingerprint.anchor_window)
-    bigrams = _bigram_anchors(texts, index.short_chars, 2 * index.anchors_stored)
-    deletions = _deletion_keys(texts, index.very_short_chars)
-    anchors = winnowed
-    families[:, WINNOWED] = np.fromiter(map(len, winnowed), np.int64, count=len(texts))
-    for i in {*bigrams, *deletions}:  # the few short texts: their other families after
-        anchors[i] = np.concatenate([winnowed[i], bigrams.get(i, _NONE), deletions.get(i, _NONE)])
-        families[i, BIGRAM] = len(bigrams.get(i, _NONE))
-        families[i, DELETION] = len(deletions.get(i, _NONE))
+        fps, none = scope.apply(salts, fps, owner, _NONE, families)
+        return Features(fps, owner, none, np.zeros(len(texts) + 1, np.int64), families,
+                        families.copy())
     lengths = np.fromiter(map(len, texts), np.int64, count=len(texts))
+    # Each family as (values, ends) over the whole batch, text t's keys values[ends[t]:ends[t+1]]
+    parts = (fpr.anchor_runs(fpr.Batch.of(texts), fingerprint.anchor_ngram,
+                             fingerprint.anchor_window),
+             _bigram_anchors(texts, lengths, index.short_chars, 2 * index.anchors_stored),
+             _deletion_keys(texts, lengths, index.very_short_chars))
+    for family, (_, ends) in enumerate(parts):
+        families[:, family] = np.diff(ends)
+    # the few short texts: their other families after
+    values, ends = fpr.joined_runs(parts) if families[:, 1:].any() else parts[WINNOWED]
     stored = index.anchors_stored or np.iinfo(np.int64).max
     posted = np.minimum(families, stored)
     posted[lengths > index.short_chars, BIGRAM] = 0  # bigrams posted by short texts only
     posted[:, DELETION] = families[:, DELETION]
-    fps, anchors = scope.apply(salts, fps, owner, anchors)
-    return Features(fps, owner, anchors, families, posted)
+    fps, values = scope.apply(salts, fps, owner, values, families)
+    return Features(fps, owner, values, ends, families, posted)
 
 
-def _bigram_anchors(texts: Sequence[str], short_chars: int,
-                    longer: int) -> dict[int, np.ndarray]:
+def _bigram_anchors(texts: Sequence[str], lengths: np.ndarray, short_chars: int,
+                    longer: int) -> tuple[np.ndarray, np.ndarray]:
     """Distinct character bigram hashes, ascending, of each text up to half again as long as
-    `short_chars`, by its index: all of a short text's, the `longer` smallest of a longer one's
-    (a short text inside it posted its own smallest bigrams, which are among the smallest of the
-    longer text's too: a bottom-k sample of a superset keeps the bottom of the subset)."""
-    short = [i for i, t in enumerate(texts) if 1 < len(t) <= short_chars * 3 // 2]
-    if not short:
-        return {}
-    grams = fpr.anchors(fpr.Batch.of([texts[i] for i in short]), 2, 1)
-    out = {}
-    for i, g in zip(short, grams, strict=True):
-        keys = np.sort(fpr.mix64(g ^ _BIGRAM_DOMAIN))
-        out[i] = keys if len(texts[i]) <= short_chars or not longer else keys[:longer]
-    return out
+    `short_chars` (none of the others'): all of a short text's, the `longer` smallest of a
+    longer one's (a short text inside it posted its own smallest bigrams, which are among the
+    smallest of the longer text's too: a bottom-k sample of a superset keeps the bottom of the
+    subset). (values, ends) as `fingerprint.anchor_runs` gives them."""
+    short = np.flatnonzero((lengths > 1) & (lengths <= short_chars * 3 // 2))
+    counts = np.zeros(len(texts) + 1, np.int64)
+    if not len(short):
+        return _NONE, counts
+    grams, ends = fpr.anchor_runs(fpr.Batch.of([texts[i] for i in short.tolist()]), 2, 1)
+    own = lengths[short]  # more than its bigrams: all of them
+    keep = own if not longer else np.where(own <= short_chars, own, longer)
+    values, ends = fpr.mixed_runs(grams, ends, _BIGRAM_DOMAIN, keep)
+    counts[short + 1] = np.diff(ends)
+    return values, counts.cumsum()
 
 
-def _deletion_keys(texts: Sequence[str], very_short_chars: int) -> dict[int, np.ndarray]:
+def _deletion_keys(texts: Sequence[str], lengths: np.ndarray,
+                   very_short_chars: int) -> tuple[np.ndarray, np.ndarray]:
     """Hashes, ascending, of each text up to `very_short_chars` + 1 long and of its
-    one-deletion variants (distinct; a text one longer reaches the shorter text itself), by its
-    index."""
-    out = {}
-    for i, t in enumerate(texts):
-        if 1 < len(t) <= very_short_chars + 1:
-            variants = {t} | {t[:k] + t[k + 1:] for k in range(len(t))}
-            hashes = np.fromiter((xxhash.xxh3_64_intdigest(v.encode()) for v in variants), _U64,
-                                 count=len(variants))
-            out[i] = np.sort(fpr.mix64(hashes ^ _DELETION_DOMAIN))
-    return out
+    one-deletion variants (distinct; a text one longer reaches the shorter text itself), none
+    of the others'. (values, ends) as `fingerprint.anchor_runs` gives them."""
+    counts = np.zeros(len(texts) + 1, np.int64)
+    found = []
+    for i in np.flatnonzero((lengths > 1) & (lengths <= very_short_chars + 1)).tolist():
+        t = texts[i]
+        variants = {t} | {t[:k] + t[k + 1:] for k in range(len(t))}
+        hashes = np.fromiter((xxhash.xxh3_64_intdigest(v.encode()) for v in variants), _U64,
+                             count=len(variants))
+        found.append(np.sort(fpr.mix64(hashes ^ _DELETION_DOMAIN)))
+        counts[i + 1] = len(variants)
+    return (np.concatenate(found) if found else _NONE), counts.cumsum()

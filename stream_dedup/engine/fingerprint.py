@@ -47,7 +47,7 @@ def mix64(x: np.ndarray) -> np.ndarray:
 
 
 @compiled
-def _mix(z: np.uint64) -> np.uint64:
+def mix(z: np.uint64) -> np.uint64:
     """`mix64` of one value."""
     z += _GOLDEN
     z = (z ^ (z >> _U64(30))) * _MIX1
@@ -59,7 +59,7 @@ def _mix(z: np.uint64) -> np.uint64:
 def _mix_each(z: np.ndarray) -> None:
     """`mix64` of every value of a 1-d uint64 array, in place."""
     for i in range(len(z)):
-        z[i] = _mix(z[i])
+        z[i] = mix(z[i])
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,8 +124,34 @@ def simhash(batch: Batch, n: int = 1) -> np.ndarray:
 def anchors(batch: Batch, n: int, window: int) -> list[np.ndarray]:
     """Winnowing anchors of each text, ascending: the distinct minima of every `window`
     consecutive n-gram hashes (a text with fewer n-grams than a window gets its single minimum)."""
+    return runs(*anchor_runs(batch, n, window))
+
+
+def anchor_runs(batch: Batch, n: int, window: int) -> tuple[np.ndarray, np.ndarray]:
+    """`anchors` in one array: (values, ends), text t's being values[ends[t]:ends[t + 1]]."""
     values, ends = _anchors(batch.codes, batch.offsets, n, window)
-    return [values[a:b] for a, b in pairwise(ends.tolist())]  # slices: np.split is 4x slower
+    return values[: ends[-1]], ends
+
+
+def runs(values: np.ndarray, ends: np.ndarray) -> list[np.ndarray]:
+    """The runs values[ends[t]:ends[t + 1]] (slices: np.split is 4x slower)."""
+    return [values[a:b] for a, b in pairwise(ends.tolist())]
+
+
+def mixed_runs(values: np.ndarray, ends: np.ndarray, domain: np.uint64,
+               keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`mix64(run ^ domain)` of each run of distinct values, ascending, cut to its first
+    `keep[t]`: (values, ends) as `anchor_runs` gives them. One kernel call for a batch of runs,
+    not numpy calls run by run."""
+    return _mixed_runs(values, ends, _U64(domain), keep)
+
+
+def joined_runs(parts: tuple[tuple[np.ndarray, np.ndarray], ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Each text's runs of every part, one after the other: (values, ends) of the parts' runs
+    (values, ends) joined text by text."""
+    values = np.concatenate([v for v, _ in parts])
+    ends = np.stack([e for _, e in parts])
+    return _joined_runs(values, ends, np.array([len(v) for v, _ in parts], np.int64).cumsum())
 
 
 def warm_up() -> None:
@@ -136,6 +162,8 @@ def warm_up() -> None:
     anchors(batch, 2, 2)
     ngram_hashes(batch, 2)
     mix64(np.zeros(1, _U64))
+    values, ends = anchor_runs(batch, 2, 1)
+    joined_runs(((values, ends), mixed_runs(values, ends, _U64(1), np.ones(2, np.int64))))
 
 
 def run_starts(*columns: np.ndarray) -> np.ndarray:
@@ -192,13 +220,13 @@ def _chunk_hashes(codes: np.ndarray, offsets: np.ndarray, first: int, stop: int,
     for i in range(n):
         column = codes[base + i : base + i + grams]
         for p in range(grams):
-            out[p] = _mix(out[p] ^ column[p])
+            out[p] = mix(out[p] ^ column[p])
     for t in range(first, stop):
         begin, end = offsets[t], offsets[t + 1]
         if 0 < end - begin < n:  # shorter than a gram: the whole text, folded the same way
             h = _U64(0)
             for c in codes[begin:end]:
-                h = _mix(h ^ c)
+                h = mix(h ^ c)
             out[begin - base] = h
 
 
@@ -350,3 +378,42 @@ def _winnow(minima: np.ndarray, out: np.ndarray) -> int:
         found[distinct] = found[i]
         distinct += found[i] != found[distinct - 1]
     return distinct
+
+
+@compiled
+def _mixed_runs(values: np.ndarray, ends: np.ndarray, domain: np.uint64,
+                keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`mixed_runs`: mixed, sorted by insertion (runs of a short text: a few dozen values)."""
+    out = np.empty(len(values), _U64)
+    out_ends = np.zeros(len(ends), np.int64)
+    k = 0
+    for t in range(len(ends) - 1):
+        start = k
+        for p in range(ends[t], ends[t + 1]):
+            x = mix(values[p] ^ domain)
+            j = k
+            while j > start and out[j - 1] > x:
+                out[j] = out[j - 1]
+                j -= 1
+            out[j] = x
+            k += 1
+        k = min(k, start + keep[t])
+        out_ends[t + 1] = k
+    return out[:k], out_ends
+
+
+@compiled
+def _joined_runs(values: np.ndarray, ends: np.ndarray,
+                 bases: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`joined_runs`: part q's runs are values[bases[q - 1]:][ends[q, t]:ends[q, t + 1]]."""
+    out = np.empty(len(values), _U64)
+    out_ends = np.zeros(ends.shape[1], np.int64)
+    k = 0
+    for t in range(ends.shape[1] - 1):
+        for q in range(ends.shape[0]):
+            base = bases[q - 1] if q else 0
+            for p in range(base + ends[q, t], base + ends[q, t + 1]):
+                out[k] = values[p]
+                k += 1
+        out_ends[t + 1] = k
+    return out[:k], out_ends

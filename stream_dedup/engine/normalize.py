@@ -23,13 +23,15 @@ import html
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
-from functools import partial
+from functools import partial, reduce
 
 import numpy as np
 import numpy.typing as npt
 import opencc
 
 from ..config import NormalizeSettings
+from .lines import splice
+from .simplify import Simplifier
 
 # A batch is normalized as one string, its texts joined by newlines, so every step runs once per
 # batch in C (regex, NFKC, OpenCC) instead of once per message. No pattern below may match "\n".
@@ -72,6 +74,16 @@ _TAGS = (r"#[^#\n]{1,40}#", r"【[^【】\n]{0,40}】", r"〖[^〖〗\n]{0,40}�
          # a truncation marker in brackets: （未完）, (未完待续), [待续]
          r"[（(\[]\s{0,2}(?:未完待续|未完|待续)\s{0,2}[）)\]]")
 _BRACKET_TAG = (r"\[[^\[\]\n]{1,10}\]",)
+# Of every decoration pattern, literals one of which each of its matches holds: a line holding
+# none of the enabled patterns' literals is left as it is by every decoration step (`_decorate`).
+_LITERALS = {
+    _RETWEET[0]: ("转", "轉"), _RETWEET[1]: ("//",), _RETWEET[2]: ("回复", "回覆"),
+    _FORWARD[0]: ("转", "轉"), _FORWARD[1]: ("repost",), _FORWARD[2]: ("转", "轉"),
+    _FORWARD[3]: ("via",), _FORWARD[4]: ("来自",), _FORWARD[5]: ("来源",),
+    _URL[0]: ("//",), _URL[1]: ("www.",), _SHORT_LINK: ("/",), _MENTION[0]: ("@",),
+    _TAGS[0]: ("#",), _TAGS[1]: ("【",), _TAGS[2]: ("〖",), _TAGS[3]: ("未完", "待续"),
+    _BRACKET_TAG[0]: ("[",),
+}
 _SPACES = r"[^\S\n{keep}]+"
 # Between paragraphs when `paragraphs` is on (U+2029 PARAGRAPH SEPARATOR: never content, never
 # the newline that joins a batch). Runs collapse to one; none is left at either end of a text.
@@ -265,6 +277,39 @@ def _remover(pattern: str, flags: int) -> Callable[[str], str]:
     return partial(regex.sub, " ")
 
 
+def _decorations(patterns: Sequence[str], flags: int) -> Callable[[str], str]:
+    """The step removing every match of each of `patterns` in turn (`_decorate`)."""
+    trigger = "|".join(re.escape(literal) for literal in sorted(
+        {literal for pattern in patterns for literal in _LITERALS[pattern]}))
+    return partial(_decorate, re.compile(trigger, flags),
+                   tuple(_remover(pattern, flags) for pattern in patterns))
+
+
+def _decorate(trigger: re.Pattern[str], removers: tuple[Callable[[str], str], ...],
+              text: str) -> str:
+    """Every remover in turn, on the lines holding a match of `trigger` (a literal of some
+    decoration pattern, `_LITERALS`): a line holding none is left as it is by all of them, and
+    most lines hold none. The lines are joined as the batch is; a match that takes the newline
+    between two of them (none should) sends each through the removers alone."""
+    starts, ends = [], []
+    at = 0
+    while (found := trigger.search(text, at)) is not None:  # then on from the next line
+        starts.append(text.rfind("\n", 0, found.start()) + 1)
+        end = text.find("\n", found.end())
+        ends.append(len(text) if end < 0 else end)
+        at = ends[-1] + 1
+    if not starts:
+        return text
+    chosen = [text[a:b] for a, b in zip(starts, ends, strict=True)]
+    joined = "\n".join(chosen)
+    for remove in removers:
+        joined = remove(joined)
+    out = joined.split("\n")
+    if len(out) != len(chosen):
+        out = [reduce(lambda line, remove: remove(line), removers, line) for line in chosen]
+    return splice(text, starts, ends, out)
+
+
 def _tidy_breaks(text: str) -> str:
     return _EDGE_BREAK_RE.sub("", _BREAK_RUN_RE.sub(PARAGRAPH_BREAK, text))
 
@@ -296,10 +341,11 @@ class Normalizer:
         if s.nfkc:
             steps.append(nfkc)
         if converter is not None:
-            steps.append(converter.convert)
+            steps.append(Simplifier(converter))
         if s.lowercase:
             steps.append(str.lower)
-        steps.extend(_remover(pattern, flags) for pattern in decorations)
+        if decorations:
+            steps.append(_decorations(decorations, flags))
         keep = PARAGRAPH_BREAK if s.paragraphs else ""
         # Clause ends are read where the symbols step deletes the marks; with paragraphs kept,
         # the breaks tidied after it would move them, so there are none.

@@ -28,13 +28,14 @@ def salt(scope: bytes | None) -> int:
     return 0 if scope is None else xxhash.xxh3_64_intdigest(b"stream-dedup scope\x00" + scope)
 
 
-def apply(salts: np.ndarray, fps: np.ndarray, owner: np.ndarray,
-          anchors: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Salt each fingerprint row (owned by message `owner[row]`) and each message's anchors with
-    its message's salt; anchors keep their positions (the bottom-k choice is the unsalted one)."""
+def apply(salts: np.ndarray, fps: np.ndarray, owner: np.ndarray, anchors: np.ndarray,
+          families: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Salt each fingerprint row (owned by message `owner[row]`) and each message's anchors
+    (`anchors`: message by message, `families[i].sum()` of message i's) with its message's salt;
+    anchors keep their positions (the bottom-k choice is the unsalted one)."""
     if not salts.any():
         return fps, anchors
-    return fps ^ salts[owner], [a ^ _U64(s) for a, s in zip(anchors, salts.tolist(), strict=True)]
+    return fps ^ salts[owner], anchors ^ salts.repeat(families.sum(axis=1))
 
 
 def recover(stored_fps: np.ndarray, plain_fps: np.ndarray, owner: np.ndarray) -> np.ndarray:

@@ -28,6 +28,7 @@ def test_posted_anchors_are_looked_up_too(texts: list[str], salt: int) -> None:
     f = keys(texts, [salt] * len(texts))
     assert f.families.shape == f.posted.shape == (len(texts), FAMILIES)
     assert (f.posted <= f.families).all()
+    assert len(f.values) == f.families.sum()
     for i in range(len(texts)):
         assert len(f.anchors[i]) == f.families[i].sum()
         posted = f.posted_anchors(i)

@@ -6,11 +6,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stream_dedup.engine.normalize import (
+    _LITERALS,
     _NFKC_TABLE,
     _SHORT_LINK,
     PARAGRAPH_BREAK,
     Normalizer,
     _content_table,
+    _decorations,
     _keep_content,
     _remover,
     nfkc,
@@ -79,6 +81,27 @@ linkish = st.lists(st.sampled_from([*link_pieces, "a" * 19]), max_size=30).map("
 @given(linkish, st.sampled_from([0, re.I]))
 def test_short_link_step_equals_the_whole_batch_sub(text: str, flags: int) -> None:
     assert _remover(_SHORT_LINK, flags)(text) == re.compile(_SHORT_LINK, flags).sub(" ", text)
+
+
+# Pieces of the decoration patterns' matches, their literals, and what stands around them.
+decoration_pieces = ["转", "轉", "发", "//", "@a", ":", "：", "微博", "来源", "来自", "（", "）", "(", ")",
+                     "[", "]", "未完", "待续", "回复", "repost", "RePost", "via", "客户端", "www.",
+                     "http:", "t.cn/", "#", "【", "】", "〖", "〗", "\n", " ", "\t", "好", "a"]
+decorated = st.lists(st.sampled_from(decoration_pieces), max_size=40).map("".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(decorated, st.sampled_from([0, re.I]))
+def test_decorations_remove_what_each_line_alone_loses(text: str, flags: int) -> None:
+    patterns = list(_LITERALS)
+    decorate = _decorations(patterns, flags)
+
+    def alone(line: str) -> str:
+        for pattern in patterns:
+            line = re.compile(pattern, flags).sub(" ", line)
+        return line
+
+    assert decorate(text) == "\n".join(alone(line) for line in text.split("\n"))
 
 
 # Pieces of content (no decoration, nothing normalization changes) and what may stand between them.

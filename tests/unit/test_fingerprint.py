@@ -4,9 +4,14 @@ import pytest
 from stream_dedup.engine.fingerprint import (
     Batch,
     _window_minima,
+    anchor_runs,
     anchors,
+    joined_runs,
+    mix64,
+    mixed_runs,
     ngram_hashes,
     run_starts,
+    runs,
     simhash,
 )
 
@@ -115,3 +120,23 @@ def test_run_starts_marks_where_any_column_changes() -> None:
     assert run_starts(a).tolist() == [True, False, False, True, False]
     assert run_starts(a, b).tolist() == [True, False, True, True, False]
     assert run_starts(np.zeros(0)).tolist() == []
+
+
+def test_mixed_runs_are_each_run_mixed_sorted_and_cut() -> None:
+    texts = ["今天天气很好", "", "a", "明天会下雨吗我不知道", "好好"]
+    values, ends = anchor_runs(Batch.of(texts), 2, 1)
+    assert len(values) == ends[-1]
+    keep = np.array([3, 5, 5, 100, 1], np.int64)
+    domain = np.uint64(0x1234)
+    mixed, cut = mixed_runs(values, ends, domain, keep)
+    expected = [np.sort(mix64(run ^ domain))[:k] for run, k in zip(runs(values, ends), keep,
+                                                                     strict=True)]
+    assert [r.tolist() for r in runs(mixed, cut)] == [r.tolist() for r in expected]
+
+
+def test_joined_runs_put_each_texts_runs_together() -> None:
+    a = (np.arange(5, dtype=np.uint64), np.array([0, 2, 2, 5]))
+    b = (np.arange(10, 13, dtype=np.uint64), np.array([0, 1, 3, 3]))
+    values, ends = joined_runs((a, b))
+    assert len(values) == ends[-1] == 8
+    assert [r.tolist() for r in runs(values, ends)] == [[0, 1, 10], [11, 12], [2, 3, 4]]

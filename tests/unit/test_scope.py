@@ -51,7 +51,8 @@ def test_salting_keeps_distances_within_a_scope() -> None:
     rng = np.random.default_rng(1)
     fps = rng.integers(0, 2**63, size=4, dtype=np.uint64)
     salts = np.array([scope.salt(b"k")] * 4, np.uint64)
-    salted, _ = scope.apply(salts, fps, np.arange(4), [np.zeros(0, np.uint64)] * 4)
+    salted, _ = scope.apply(salts, fps, np.arange(4), np.zeros(0, np.uint64),
+                            np.zeros((4, 1), np.int64))
     assert np.array_equal(np.bitwise_count(salted[0] ^ salted[1:]),
                           np.bitwise_count(fps[0] ^ fps[1:]))
     assert scope.salt(None) == 0 and scope.salt(b"") != 0

@@ -64,7 +64,8 @@ def read_buckets(store: KVStore, names: Sequence[bytes]
     """Every bucket's entries in one value (None: no bucket), and the sealed chunks of those
     that have some, by bucket key: one multi-get of the heads, one of the chunks."""
     values = store.get_many("blocks", names)
-    spans = {i: span for i, value in enumerate(values) if (span := _header(value)) is not None}
+    spans = {i: span for i, value in enumerate(values)  # sealed heads are the rare ones
+             if value and value[8:16] == _SEALED_TAIL and (span := _header(value)) is not None}
     if not spans:
         return values, {}
     keys = [chunk_key(names[i], n) for i, (lo, hi) in spans.items() for n in range(lo, hi)]

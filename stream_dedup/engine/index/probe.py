@@ -24,10 +24,10 @@ from ...state.store import KVStore, WriteSet
 from ..fingerprint import run_starts
 from .chunks import CHUNK, Sealed, read_buckets, seal
 from .layout import Layout
+from .pairs import SEQ_BITS, anchor_pairs
 from .tables import ENTRY, anchor_keys, bucket_keys
 
-_SEQ_BITS = 40
-_SEQ_MASK = np.uint64((1 << _SEQ_BITS) - 1)
+_SEQ_MASK = np.uint64((1 << SEQ_BITS) - 1)
 _U64 = np.uint64
 
 
@@ -53,10 +53,13 @@ def _ragged(lengths: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.nda
 
 def _argsort(values: np.ndarray) -> np.ndarray:
     """Stable argsort of a uint64 array by its 16-bit digits, lowest first (numpy sorts 16-bit
-    keys by radix): cheaper than numpy's 64-bit sorts on a batch's thousands of anchors or
-    candidate pairs."""
+    keys by radix), up to the highest digit any value has: cheaper than numpy's 64-bit sorts on
+    a batch's thousands of anchors or candidate pairs."""
     order = values.astype(np.uint16).argsort(kind="stable")
+    top = int(values.max()) if len(values) else 0
     for shift in (16, 32, 48):
+        if not top >> shift:
+            break
         order = order[(values[order] >> _U64(shift)).astype(np.uint16).argsort(kind="stable")]
     return order
 
@@ -125,14 +128,14 @@ def _packed(values: list[bytes | None], dtype: np.dtype) -> tuple[np.ndarray, np
 class AnchorQuery:
     """The anchors of a batch's rows and how their matches count.
 
-    Row i looks up all of `anchors[i]` (listed family by family, `families[i]` of each, each
-    family ascending) and is posted under the `posted[i, f]` smallest of each family f (None: its
-    `stored` smallest, of one family). A candidate found by
+    Row i looks up its `families[i].sum()` anchors of `values` (row by row, listed family by
+    family, `families[i]` of each, each family ascending) and is posted under the `posted[i, f]`
+    smallest of each family f (None: its `stored` smallest, of one family). A candidate found by
     anchors alone qualifies when it shares `need[i, f]` anchors of some family f; candidates are
     ranked by the sum over shared anchors of `weights[seen]`, seen being how many earlier
     posters the lookup found under the anchor."""
 
-    anchors: list[np.ndarray]
+    values: np.ndarray
     families: np.ndarray
     need: np.ndarray
     weights: np.ndarray
@@ -156,9 +159,9 @@ class BatchProbe:
         if not n:
             return Candidates({}, 0, 0)
         keys_b, dist_b, compared = self._buckets(fps, seqs, candidate_distance)
-        keys_a, shared_a, score_a = self._anchors(anchors, seqs)
-        by_message, considered = self._rank(keys_b, dist_b, keys_a, shared_a, score_a,
-                                            anchors.need, max_candidates)
+        keys_a, qualifies_a, score_a = self._anchors(anchors, seqs)
+        by_message, considered = self._rank(keys_b, dist_b, keys_a, qualifies_a, score_a,
+                                            max_candidates)
         return Candidates(by_message, considered, compared)
 
     def stage(self, writes: WriteSet) -> None:
@@ -195,7 +198,7 @@ class BatchProbe:
         dist = np.bitwise_count(cand_fp ^ fps[owner])
         close = dist <= candidate_distance
         self._stage_buckets(names, stored, lengths, inverse, order, fps, seqs, sealed)
-        return ((owner[close].astype(_U64) << _U64(_SEQ_BITS)) | cand_seq[close],
+        return ((owner[close].astype(_U64) << _U64(SEQ_BITS)) | cand_seq[close],
                 dist[close].astype(np.int64), len(dist))
 
     def _stage_buckets(self, names: list[bytes], stored: np.ndarray, lengths: np.ndarray,
@@ -243,20 +246,17 @@ class BatchProbe:
 
     def _anchors(self, query: AnchorQuery,
                  seqs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(pair, shared anchors of each family, weighted score) of every (row, earlier message)
-        pair sharing an anchor. A message looks up all its anchors but is posted under only some
-        (by default its `stored` smallest: a bottom-k sample, and a copy that keeps most of a
-        text keeps some of those)."""
-        anchors = query.anchors
-        width = query.families.shape[1]
-        counts = np.fromiter(map(len, anchors), np.int64, count=len(anchors))
-        if not counts.sum():
-            empty = np.zeros(0, dtype=_U64)
-            return empty, np.zeros((0, width), np.int64), np.zeros(0, np.int64)
-        flat = np.concatenate(anchors)
-        owner_of = np.arange(len(anchors)).repeat(counts)
+        """(pair, whether it qualifies, weighted score) of every (row, earlier message) pair
+        sharing an anchor, pairs ascending. A message looks up all its anchors but is posted
+        under only some (by default its `stored` smallest: a bottom-k sample, and a copy that
+        keeps most of a text keeps some of those)."""
+        flat = query.values
+        rows, width = query.families.shape
+        if not len(flat):
+            return np.zeros(0, dtype=_U64), np.zeros(0, bool), np.zeros(0, np.int64)
+        owner_of = np.arange(rows).repeat(query.families.sum(axis=1))
         runs = query.families.ravel()  # one run of anchors per (message, family)
-        family = np.tile(np.arange(width), len(anchors)).repeat(runs)
+        family = np.tile(np.arange(width), rows).repeat(runs)
         rank = np.arange(len(flat)) - (runs.cumsum() - runs).repeat(runs)  # within its run
         if query.posted is not None:
             posted = rank < query.posted.ravel().repeat(runs)
@@ -266,41 +266,28 @@ class BatchProbe:
         uniq, inverse = _unique_inverse(flat, order)
         names = anchor_keys(uniq)
         stored, lengths = _packed(self._store.get_many("anchors", names), np.dtype("<u8"))
-        ends = lengths.cumsum()
-        later, earlier, before = _earlier_pairs(inverse, self._postings, posted, order)
-        # One at a time, a message would see the last `postings` posters of the anchor: its
-        # earlier posters in this batch first, then the newest stored ones that still fit.
-        seen_before = np.minimum(before, self._postings)
-        keep = np.clip(self._postings - before, 0, lengths[inverse])
-        weight = query.weights[keep + seen_before]
-        rows, idx = _ragged(keep, ends[inverse] - keep)
-        owner = np.concatenate([owner_of[rows], owner_of[later]])
-        cand = np.concatenate([stored[idx], seqs[owner_of[earlier]]])
-        via = np.concatenate([rows, later])  # the looking-up occurrence of each pair entry
-        pair = (owner.astype(_U64) << _U64(_SEQ_BITS)) | cand
-        by_pair = _argsort(pair)
-        ranked = pair[by_pair]
-        starts = run_starts(ranked).nonzero()[0]
-        group = np.zeros(len(ranked), np.int64)
-        group[starts[1:]] = 1
-        group = group.cumsum()
-        shared = np.bincount(group * width + family[via[by_pair]],
-                             minlength=len(starts) * width).reshape(len(starts), width)
-        score = np.add.reduceat(weight[via[by_pair]], starts) if len(starts) else np.zeros(
-            0, np.int64)
+        keys, qualifies, score = anchor_pairs(order, inverse, posted, owner_of, seqs, stored,
+                                              lengths, self._postings, family, query.weights,
+                                              query.need)
         poster = order[posted[order]]  # by anchor, then position
         self._puts += self._append("anchors", names, stored, lengths, inverse[poster],
                                    seqs[owner_of[poster]], self._postings)[0]
-        return ranked[starts], shared, score
+        return keys, qualifies, score
 
     # -- ranking --------------------------------------------------------------------------
 
     def _rank(self, keys_b: np.ndarray, dist_b: np.ndarray, keys_a: np.ndarray,
-              shared_a: np.ndarray, score_a: np.ndarray, need: np.ndarray,
+              qualifies_a: np.ndarray, score_a: np.ndarray,
               max_candidates: int) -> tuple[dict[int, list[tuple[int, int, int]]], int]:
-        """Bucket entries within the distance qualify; anchor-only ones when they share
-        `need[i, f]` of message i's anchors of some family f. Best first: the highest anchor
-        score, then the nearest."""
+        """Bucket entries within the distance qualify; anchor-only ones when `qualifies_a` says
+        so. Best first: the highest anchor score, then the nearest."""
+        # Anchor pairs (ascending) that neither qualify nor score a bucket entry go first: most
+        # of them share an anchor or two, and they would only be sorted to be dropped.
+        if len(keys_a):
+            at = np.minimum(np.searchsorted(keys_a, keys_b), len(keys_a) - 1)
+            wanted = qualifies_a.copy()
+            wanted[at[keys_a[at] == keys_b]] = True
+            keys_a, qualifies_a, score_a = keys_a[wanted], qualifies_a[wanted], score_a[wanted]
         # The union of both kinds of pair in one stable sort: a pair's bucket entries (several
         # tables may find it, at the same distance) sort before its one anchor entry.
         found = len(keys_b)
@@ -312,15 +299,15 @@ class BatchProbe:
         dist = np.full(len(keys), -1, dtype=np.int64)
         by_bucket = first < found
         dist[by_bucket] = dist_b[first[by_bucket]]
-        shared = np.zeros((len(keys), need.shape[1]), dtype=np.int64)
+        qualifies = dist >= 0
         score = np.zeros(len(keys), dtype=np.int64)
         by_anchor = order >= found
         at = (starts.cumsum() - 1)[by_anchor]
-        shared[at] = shared_a[order[by_anchor] - found]
+        qualifies[at] |= qualifies_a[order[by_anchor] - found]
         score[at] = score_a[order[by_anchor] - found]
-        owner = (keys >> _U64(_SEQ_BITS)).astype(np.int64)
-        keep = (dist >= 0) | (shared >= need[owner]).any(axis=1)
-        keys, dist, score, owner = keys[keep], dist[keep], score[keep], owner[keep]
+        owner = (keys >> _U64(SEQ_BITS)).astype(np.int64)
+        keys, dist, score, owner = (keys[qualifies], dist[qualifies], score[qualifies],
+                                    owner[qualifies])
         order = np.lexsort((np.where(dist < 0, 255, dist), -score, owner))
         keys, dist, score, owner = keys[order], dist[order], score[order], owner[order]
         starts = run_starts(owner)
@@ -331,3 +318,4 @@ class BatchProbe:
                               dist[top].tolist(), score[top].tolist(), strict=True):
             by_message.setdefault(o, []).append((k, d, s))
         return by_message, len(keys)
+
