@@ -47,7 +47,7 @@ from dataclasses import dataclass
 # difflib's SequenceMatcher compiled (same algorithm, same opcodes), 2-4x faster on our pairs.
 from cydifflib import SequenceMatcher
 
-from . import numerals
+from . import numerals, tagger
 from .lexicon import ENTITY_TAGS, Lexicon, lexicon
 from .moves import moved_spans, reordered
 from .normalize import Clauses
@@ -124,6 +124,7 @@ def opcodes(a: str, b: str) -> list[tuple[str, int, int, int, int]]:
 def warm_up() -> None:
     """Load the language resources now (about a second) rather than inside the first batch."""
     lexicon()
+    tagger.warm_up()
     numerals.warm_up()
 
 
