@@ -11,12 +11,10 @@ greater state), hence the same path; `install` makes jieba's tagger use it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from functools import lru_cache
+from collections.abc import Callable, Mapping, Sequence
+from functools import cache, lru_cache
 
 import numpy as np
-
-from .jit import compiled
 
 _MIN_FLOAT = -3.14e100  # jieba's log-probability of an emission its model never saw
 _CACHED_CHARACTERS = 1 << 13  # characters whose state indices are kept
@@ -45,6 +43,7 @@ class Decoder:
         self._follows = np.isfinite(self._trans)  # which states may come next
         self._leads = self._follows.any(axis=1)  # states with any transition out
         self._all = np.arange(size)
+        self._decode = _compiled()
 
     @lru_cache(maxsize=_CACHED_CHARACTERS)  # noqa: B019 - one decoder per process
     def _possible(self, ch: str) -> np.ndarray:
@@ -65,13 +64,21 @@ class Decoder:
         possible = [self._possible(ch) for ch in obs]
         bounds = np.zeros(len(obs) + 1, np.intp)
         np.cumsum([len(p) for p in possible], out=bounds[1:])
-        prob, route = _decode(self._start, self._trans, self._follows, self._leads,
-                              np.concatenate(possible), bounds,
-                              np.stack([self._emissions(ch) for ch in obs]))
+        prob, route = self._decode(self._start, self._trans, self._follows, self._leads,
+                                   np.concatenate(possible), bounds,
+                                   np.stack([self._emissions(ch) for ch in obs]))
         return prob, [self.states[s] for s in route.tolist()]
 
 
-@compiled
+@cache
+def _compiled() -> Callable[..., tuple[float, np.ndarray]]:
+    """`_decode` compiled, when a decoder is first made: modules that only read the meaning
+    check's classes (the inspector's) load no compiler."""
+    from .jit import compiled
+
+    return compiled(_decode)
+
+
 def _decode(start: np.ndarray, trans: np.ndarray, follows: np.ndarray, leads: np.ndarray,
             possible: np.ndarray, bounds: np.ndarray,
             emissions: np.ndarray) -> tuple[float, np.ndarray]:
