@@ -136,7 +136,9 @@ class Lexicon:
         freq, found = self.freq, self.tags
         for start in range(len(text) - 1):
             end = start + 2
-            while end <= len(text) and text[start:end] in freq:  # every prefix of a word is
+            # jieba keeps every prefix of a word: none is longer from `start` than the first
+            # part that is not in the dictionary
+            while end <= len(text) and text[start:end] in freq:
                 if found.get(text[start:end]) in tags:
                     return True
                 end += 1

@@ -183,12 +183,13 @@ def _changed_in_material(a: str, b: str, spans: list[Span], lex: Lexicon) -> lis
                 kinds[id(s)] = number_kind(a, b, (s.op, s.i1, s.i2, s.j1, s.j2), lex)
     # Lead-ins and wrappers name their sources; one-character changes are the spans' own business.
     inside = [s for s in benign if not _at_edge(a, b, s) and max(s.i2 - s.i1, s.j2 - s.j1) > 1]
-    taken = "|".join(a[s.i1 : s.i2] for s in inside)
-    put = "|".join(b[s.j1 : s.j2] for s in inside)
+    taken_inside = "|".join(a[s.i1 : s.i2] for s in inside)
+    put_inside = "|".join(b[s.j1 : s.j2] for s in inside)
     # Cut only when both sides hold a name or time word at all (cutting costs far more than
     # looking): else neither class has words on both sides to differ.
-    if inside and lex.holds_tagged(taken, _NAMED) and lex.holds_tagged(put, _NAMED):
-        taken_words, put_words = lex.segment(taken), lex.segment(put)  # once for both classes
+    if lex.holds_tagged(taken_inside, _NAMED) and lex.holds_tagged(put_inside, _NAMED):
+        # cut once for both classes
+        taken_words, put_words = lex.segment(taken_inside), lex.segment(put_inside)
         for tags, kind in ((ENTITY_TAGS, "entity"), (TIME_TAGS, "date")):
             if _differ(lex.words_tagged(taken_words, tags), lex.words_tagged(put_words, tags)):
                 for s in inside:
