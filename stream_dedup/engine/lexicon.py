@@ -130,6 +130,20 @@ class Lexicon:
         """The multi-character dictionary words of a `segment` whose tag is one of `tags`."""
         return [w for w in words if len(w) > 1 and self.tags.get(w) in tags]
 
+    def holds_tagged(self, text: str, tags: frozenset[str]) -> bool:
+        """Whether some dictionary word of two characters or more with one of `tags` occurs in
+        `text`: without one, no `segment` of it has such a word (its words are parts of it)."""
+        freq, found = self.freq, self.tags
+        for start in range(len(text) - 1):
+            end = start + 2
+            # jieba keeps every prefix of a word: none is longer from `start` than the first
+            # part that is not in the dictionary
+            while end <= len(text) and text[start:end] in freq:
+                if found.get(text[start:end]) in tags:
+                    return True
+                end += 1
+        return False
+
     def tagged(self, words: list[str], tags: frozenset[str]) -> bool:
         return any(self.tags.get(w) in tags for w in words)
 

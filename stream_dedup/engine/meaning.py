@@ -47,7 +47,7 @@ from dataclasses import dataclass
 # difflib's SequenceMatcher compiled (same algorithm, same opcodes), 2-4x faster on our pairs.
 from cydifflib import SequenceMatcher
 
-from . import numerals
+from . import numerals, tagger
 from .lexicon import ENTITY_TAGS, Lexicon, lexicon
 from .moves import moved_spans, reordered
 from .normalize import Clauses
@@ -69,6 +69,7 @@ MEANING_CLASSES = ("number", "unit", "date", "entity", "negation", "antonym", "s
 # no word, sound, shape or form explains it) makes by chance as well: a slip that happens to make
 # another word. In a text without noise they are what they look like.
 _NOISY = frozenset({"word", "inserted", "unit"})
+_NAMED = ENTITY_TAGS | TIME_TAGS  # the tags of the words `_changed_in_material` compares
 
 
 @dataclass(slots=True)  # not frozen: a frozen init costs 4x, made per pair
@@ -104,8 +105,15 @@ def opcodes(a: str, b: str) -> list[tuple[str, int, int, int, int]]:
     quadratic matcher only sees the part that differs."""
     p = _common_prefix(a, b)
     q = _common_prefix(a[p:][::-1], b[p:][::-1])
-    inner = SequenceMatcher(None, a[p : len(a) - q], b[p : len(b) - q], autojunk=False)
-    ops = [(tag, i1 + p, i2 + p, j1 + p, j2 + p) for tag, i1, i2, j1, j2 in inner.get_opcodes()]
+    x, y = a[p : len(a) - q], b[p : len(b) - q]
+    if (x or y) and (not x or not y or set(x).isdisjoint(y)):
+        # Nothing in common: the matcher finds no block and answers one span, as here.
+        tag = "replace" if x and y else "insert" if y else "delete"
+        ops = [(tag, p, len(a) - q, p, len(b) - q)]
+    else:
+        inner = SequenceMatcher(None, x, y, autojunk=False)
+        ops = [(tag, i1 + p, i2 + p, j1 + p, j2 + p)
+               for tag, i1, i2, j1, j2 in inner.get_opcodes()]
     if p:
         ops.insert(0, ("equal", 0, p, 0, p))
     if q:
@@ -116,6 +124,7 @@ def opcodes(a: str, b: str) -> list[tuple[str, int, int, int, int]]:
 def warm_up() -> None:
     """Load the language resources now (about a second) rather than inside the first batch."""
     lexicon()
+    tagger.warm_up()
     numerals.warm_up()
 
 
@@ -174,9 +183,13 @@ def _changed_in_material(a: str, b: str, spans: list[Span], lex: Lexicon) -> lis
                 kinds[id(s)] = number_kind(a, b, (s.op, s.i1, s.i2, s.j1, s.j2), lex)
     # Lead-ins and wrappers name their sources; one-character changes are the spans' own business.
     inside = [s for s in benign if not _at_edge(a, b, s) and max(s.i2 - s.i1, s.j2 - s.j1) > 1]
-    if inside:  # cut once for both classes: a long text is cut again on every call
-        taken_words = lex.segment("|".join(a[s.i1 : s.i2] for s in inside))
-        put_words = lex.segment("|".join(b[s.j1 : s.j2] for s in inside))
+    taken_inside = "|".join(a[s.i1 : s.i2] for s in inside)
+    put_inside = "|".join(b[s.j1 : s.j2] for s in inside)
+    # Cut only when both sides hold a name or time word at all (cutting costs far more than
+    # looking): else neither class has words on both sides to differ.
+    if lex.holds_tagged(taken_inside, _NAMED) and lex.holds_tagged(put_inside, _NAMED):
+        # cut once for both classes
+        taken_words, put_words = lex.segment(taken_inside), lex.segment(put_inside)
         for tags, kind in ((ENTITY_TAGS, "entity"), (TIME_TAGS, "date")):
             if _differ(lex.words_tagged(taken_words, tags), lex.words_tagged(put_words, tags)):
                 for s in inside:

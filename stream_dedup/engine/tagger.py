@@ -4,20 +4,21 @@ jieba's tagger finds names outside its dictionary by running a Viterbi decoder o
 (position in word, part of speech) states of its HMM, in pure Python: a step between two
 characters with many possible states (的, 是, or a character whose states cannot follow the
 previous ones, where every one of the 256 states is tried) costs milliseconds, and the meaning
-check tags thousands of short windows. `Decoder` is the same decoder on dense arrays: the same
-candidate states at each step, the same sums in the same order, the same tie-break (the greater
-state), hence the same path; `install` makes jieba's tagger use it.
+check tags thousands of short windows. `Decoder` is the same decoder on dense arrays, compiled:
+the same candidate states at each step, the same sums in the same order, the same tie-break (the
+greater state), hence the same path; `install` makes jieba's tagger use it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from functools import lru_cache
+from collections.abc import Callable, Mapping, Sequence
+from functools import cache, lru_cache
 
 import numpy as np
 
 _MIN_FLOAT = -3.14e100  # jieba's log-probability of an emission its model never saw
-_CACHED_CHARACTERS = 1 << 13  # characters whose state indices and emissions are kept
+_CACHED_CHARACTERS = 1 << 13  # characters whose state indices are kept
+_CACHED_ROWS = 1 << 12  # characters whose emissions in every state are kept (2 KiB each)
 
 
 class Decoder:
@@ -42,6 +43,7 @@ class Decoder:
         self._follows = np.isfinite(self._trans)  # which states may come next
         self._leads = self._follows.any(axis=1)  # states with any transition out
         self._all = np.arange(size)
+        self._decode = _compiled()
 
     @lru_cache(maxsize=_CACHED_CHARACTERS)  # noqa: B019 - one decoder per process
     def _possible(self, ch: str) -> np.ndarray:
@@ -51,37 +53,96 @@ class Decoder:
             return self._all
         return np.array(sorted(self._index[s] for s in states), dtype=np.intp)
 
-    def _emissions(self, ch: str, states: np.ndarray) -> np.ndarray:
-        emit = self._emit
-        return np.array([emit[s].get(ch, _MIN_FLOAT) for s in states.tolist()])
+    @lru_cache(maxsize=_CACHED_ROWS)  # noqa: B019 - one decoder per process
+    def _emissions(self, ch: str) -> np.ndarray:
+        """The emission log-probability of `ch` in every state."""
+        return np.array([emit.get(ch, _MIN_FLOAT) for emit in self._emit])
 
     def __call__(self, obs: str, *_model: object) -> tuple[float, list[tuple[str, str]]]:
         """The most likely state of each character of `obs`, as jieba's `viterbi(obs, states,
         start_p, trans_p, emit_p)` returns it (the model given at construction)."""
-        current = self._possible(obs[0])
-        scores = self._start[current] + self._emissions(obs[0], current)
-        back: list[tuple[np.ndarray, np.ndarray]] = []  # (states, best previous of each)
-        for ch in obs[1:]:
-            prev = current[self._leads[current]]
-            expected = self._follows[prev].any(axis=0)
-            possible = self._possible(ch)
-            nxt = possible[expected[possible]]
-            if not len(nxt):
-                nxt = np.flatnonzero(expected) if expected.any() else self._all
-            kept = scores[self._leads[current]]
-            sums = (kept[:, None] + self._trans[np.ix_(prev, nxt)]) + self._emissions(ch, nxt)
-            # the greatest sum; of equal ones the greatest state (jieba maxes (prob, state))
-            best = len(prev) - 1 - np.argmax(sums[::-1], axis=0)
-            scores = sums[best, np.arange(len(nxt))]
-            back.append((nxt, prev[best]))
-            current = nxt
-        last = len(current) - 1 - int(np.argmax(scores[::-1]))
-        prob, state = float(scores[last]), int(current[last])
-        route = [state]
-        for states, previous in reversed(back):
-            state = int(previous[int(np.searchsorted(states, state))])
-            route.append(state)
-        return prob, [self.states[s] for s in reversed(route)]
+        possible = [self._possible(ch) for ch in obs]
+        bounds = np.zeros(len(obs) + 1, np.intp)
+        np.cumsum([len(p) for p in possible], out=bounds[1:])
+        prob, route = self._decode(self._start, self._trans, self._follows, self._leads,
+                                   np.concatenate(possible), bounds,
+                                   np.stack([self._emissions(ch) for ch in obs]))
+        return prob, [self.states[s] for s in route.tolist()]
+
+
+@cache
+def _compiled() -> Callable[..., tuple[float, np.ndarray]]:
+    """`_decode` compiled, when a decoder is first made: modules that only read the meaning
+    check's classes (the inspector's) load no compiler."""
+    from .jit import compiled
+
+    return compiled(_decode)
+
+
+def _decode(start: np.ndarray, trans: np.ndarray, follows: np.ndarray, leads: np.ndarray,
+            possible: np.ndarray, bounds: np.ndarray,
+            emissions: np.ndarray) -> tuple[float, np.ndarray]:
+    """(score, state of each step) of the best path: step t may take the states
+    possible[bounds[t]:bounds[t + 1]] that some state of the step before may go to, else every
+    state that one may go to (else every state); emissions[t] holds step t's log-probabilities."""
+    size, steps = len(start), len(bounds) - 1
+    current = possible[bounds[0]:bounds[1]].copy()
+    scores = np.empty(len(current))
+    for k in range(len(current)):
+        scores[k] = start[current[k]] + emissions[0, current[k]]
+    # each step's states and the best previous state of each
+    taken = np.empty((steps, size), np.intp)
+    came = np.empty((steps, size), np.intp)
+    counts = np.zeros(steps, np.intp)
+    for t in range(1, steps):
+        prev = np.empty(len(current), np.intp)
+        kept = np.empty(len(current))
+        m = 0
+        for k in range(len(current)):
+            if leads[current[k]]:
+                prev[m], kept[m] = current[k], scores[k]
+                m += 1
+        if m == 0:
+            raise ValueError("attempt to get argmax of an empty sequence")
+        expected = np.zeros(size, np.bool_)
+        for k in range(m):
+            expected |= follows[prev[k]]
+        nxt = np.empty(size, np.intp)
+        n = 0
+        for state in possible[bounds[t]:bounds[t + 1]]:
+            if expected[state]:
+                nxt[n] = state
+                n += 1
+        if n == 0:
+            anything = expected.any()
+            for state in range(size):
+                if expected[state] or not anything:
+                    nxt[n] = state
+                    n += 1
+        scores = np.empty(n)
+        for c in range(n):
+            state = nxt[c]
+            emit = emissions[t, state]
+            best, best_sum = 0, (kept[0] + trans[prev[0], state]) + emit
+            for k in range(1, m):
+                total = (kept[k] + trans[prev[k], state]) + emit
+                if total >= best_sum:  # of equal sums the greater state (later in prev)
+                    best, best_sum = k, total
+            scores[c] = best_sum
+            taken[t, c], came[t, c] = state, prev[best]
+        counts[t] = n
+        current = nxt[:n]
+    last = 0
+    for k in range(1, len(current)):
+        if scores[k] >= scores[last]:
+            last = k
+    route = np.empty(steps, np.intp)
+    state = current[last]
+    route[steps - 1] = state
+    for t in range(steps - 1, 0, -1):
+        state = came[t, np.searchsorted(taken[t, :counts[t]], state)]
+        route[t - 1] = state
+    return scores[last], route
 
 
 def install() -> None:
@@ -91,3 +152,11 @@ def install() -> None:
     if not isinstance(posseg.viterbi, Decoder):
         posseg.viterbi = Decoder(posseg.char_state_tab_P, posseg.start_P, posseg.trans_P,
                                  posseg.emit_P)
+
+
+def warm_up() -> None:
+    """Load (or compile) the decoder's kernel now rather than in the first batch that tags."""
+    import jieba.posseg as posseg
+
+    install()
+    posseg.viterbi("张路", posseg.char_state_tab_P, posseg.start_P, posseg.trans_P, posseg.emit_P)

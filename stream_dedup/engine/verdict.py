@@ -106,8 +106,8 @@ def closest_verdict(message_id: str, text: str, fp: int, candidates: Sequence[Ca
     too_short = False
     for c in sorted(candidates, key=lambda c: -c.measured[2]):
         check = verify(c.text, text, settings, c.measured, common, clauses, asks)
-        distance = (int(c.fp) ^ int(fp)).bit_count() if c.distance < 0 else c.distance
         if check.duplicate:
+            distance = _distance(c, fp)
             return Verdict(message_id, Decision.NEAR,
                            f"near: distance {distance}, similarity {check.similarity:.2f}",
                            matched_id=c.id, distance=distance,
@@ -115,11 +115,18 @@ def closest_verdict(message_id: str, text: str, fp: int, candidates: Sequence[Ca
         if check.guard == "short":
             too_short = True
         elif check.guard:
-            refused = (c.id, check.guard, distance, check.similarity)
+            refused = (c.id, check.guard, _distance(c, fp), check.similarity)
             break
         elif check.apart and apart is None:  # not that text's copy; a later one may still be
-            apart = (c.id, check.apart, distance, check.similarity)
+            apart = (c.id, check.apart, _distance(c, fp), check.similarity)
     return unique(message_id, refused or apart, too_short)
+
+
+def _distance(candidate: Candidate, fp: int) -> int:
+    """The Simhash distance of a candidate to the message: the index's, or counted."""
+    if candidate.distance < 0:
+        return (int(candidate.fp) ^ int(fp)).bit_count()
+    return candidate.distance
 
 
 def source_seq(verdict: Verdict, candidates: Sequence[Candidate],

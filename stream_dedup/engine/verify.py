@@ -185,10 +185,9 @@ def _short_pair(a: str, b: str, settings: VerifySettings) -> bool:
     least half the distinct characters of the shorter: one changed character costs a short text
     two of its few bigrams, so bigram measures fail its copies (a pair sharing fewer characters
     is not aligned: that would cost an alignment for nothing)."""
-    short, long_ = sorted((len(a), len(b)))
-    if long_ > settings.short_chars or long_ > short * settings.max_length_ratio:
+    shorter, longer = (a, b) if len(a) <= len(b) else (b, a)
+    if len(longer) > settings.short_chars or len(longer) > len(shorter) * settings.max_length_ratio:
         return False
-    shorter = a if len(a) == short else b
     return 2 * len(set(a) & set(b)) >= len(set(shorter))
 
 

@@ -87,6 +87,23 @@ def test_words_at_are_the_span_then_the_covering_words_from_the_left(lex: Lexico
     assert lex.words_at("兲兲兲", 1, 2) == ["兲"]  # no word: the span itself
 
 
+def test_holds_tagged_whenever_a_segment_has_such_a_word(lex: Lexicon) -> None:
+    """A text none of whose parts is a word of the tags cuts into no such word."""
+    from stream_dedup.engine.lexicon import ENTITY_TAGS
+
+    time = frozenset({"t"})
+    assert lex.holds_tagged("去北京", ENTITY_TAGS) and not lex.holds_tagged("去北京", time)
+    assert lex.holds_tagged("今天|走", time) and not lex.holds_tagged("好的呢|", ENTITY_TAGS)
+    texts = ["我们今天去北京大学参观", "昨天李明在上海", "小王说明天见", "abc北京|12月", "的了|吗"]
+    for text in texts:
+        for start in range(len(text)):
+            for end in range(start + 1, len(text) + 1):
+                part = text[start:end]
+                for tags in (ENTITY_TAGS, time):
+                    if lex.words_tagged(lex.segment(part), tags):
+                        assert lex.holds_tagged(part, tags)
+
+
 def test_names_and_tokens_by_the_tagger(lex: Lexicon) -> None:
     text = "我们今天去北京大学参观"
     assert lex.names_at(text, 5, 6) and not lex.names_at(text, 2, 3)
