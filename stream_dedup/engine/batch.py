@@ -353,8 +353,8 @@ class Engine(Snapshots):
                 self.on_candidates(p.msg.id, [entries[seq][1] for seq, _ in cands])
             source = None
             if sketch is not None:  # counted per scope: a key's boilerplate is its own
-                salt = np.uint64(scope.salt(p.msg.scope))
-                mine = grams[p.seq] ^ salt
+                salt = scope.salt(p.msg.scope)
+                mine = scope.salted(grams[p.seq], salt)
             if not cands:
                 p.verdict = unique(p.msg.id, None, False)
             else:
@@ -367,7 +367,7 @@ class Engine(Snapshots):
                                             p.clauses, mood.asks(p.msg.text))
                 source = source_seq(p.verdict, ranked, [seq for seq, _ in cands])
             if sketch is not None:  # in order: the next message sees it
-                sketch.learn(mine, None if source is None else grams[source] ^ salt)
+                sketch.learn(mine, None if source is None else scope.salted(grams[source], salt))
 
     def _measure(self, near: list[_Pending], found: list[list[tuple[int, int]]],
                  entries: dict[int, tuple[str, str, int]]) -> list[verify.Measured]:

@@ -28,6 +28,11 @@ def salt(scope: bytes | None) -> int:
     return 0 if scope is None else xxhash.xxh3_64_intdigest(b"stream-dedup scope\x00" + scope)
 
 
+def salted(hashes: np.ndarray, salt: int) -> np.ndarray:
+    """`hashes` XORed with a scope's salt (as they are, for no scope)."""
+    return hashes ^ _U64(salt) if salt else hashes
+
+
 def apply(salts: np.ndarray, fps: np.ndarray, owner: np.ndarray, anchors: np.ndarray,
           families: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Salt each fingerprint row (owned by message `owner[row]`) and each message's anchors

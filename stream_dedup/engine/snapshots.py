@@ -134,7 +134,8 @@ class Snapshots:
         salts = scope.recover(np.array([d.fp for d in docs], np.uint64), plain, owner)
         for doc, grams, salt in zip(docs, sketch.hashes(texts), salts, strict=True):
             source = self._source_grams(doc.verdict)
-            sketch.learn(grams ^ salt, None if source is None else source ^ salt)
+            sketch.learn(scope.salted(grams, salt), None if source is None
+                         else scope.salted(source, salt))
 
     def _source_grams(self, verdict: Verdict) -> np.ndarray | None:
         """The trigrams of the stored text a near verdict matched (None for other verdicts, or
