@@ -30,7 +30,7 @@ import numpy.typing as npt
 import opencc
 
 from ..config import NormalizeSettings
-from .lines import splice
+from .lines import code_points, splice
 from .simplify import Simplifier
 
 # A batch is normalized as one string, its texts joined by newlines, so every step runs once per
@@ -107,11 +107,6 @@ Normalized = tuple[list[str], list[Clauses]]  # a batch's texts and their clause
 _BMP = 0x10000
 
 
-def _code_points(text: str) -> npt.NDArray[np.uint32]:
-    """The code points of `text` (lone surrogates too) as an array, without a loop in Python."""
-    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-
-
 def _text(codes: npt.NDArray[np.uint32]) -> str:
     return codes.tobytes().decode("utf-32-le", "surrogatepass")
 
@@ -150,7 +145,7 @@ def _per_character_nfkc(text: str) -> str:
     """`text.translate(_NFKC_TABLE)`: a numpy lookup of the forms of one character, then the few
     longer forms ("…") joined in: one array operation a text, not a regex and a translation per
     run of table characters."""
-    codes = _code_points(text)
+    codes = code_points(text)
     single = _NFKC_SINGLE.take(codes, mode="clip")
     beyond = np.flatnonzero(codes >= _BMP)
     single[beyond] = codes[beyond]  # not in the table: left to the check in nfkc()
@@ -193,7 +188,7 @@ def _content_table(keep: str) -> npt.NDArray[np.bool_]:
 def _keep_content(table: npt.NDArray[np.bool_], text: str) -> str:
     """Delete every character but those of `table` (and letters and digits beyond the BMP): what
     deleting "[^\\w\\n]+" and then "_" by regex does, in one array operation."""
-    codes = _code_points(text)
+    codes = code_points(text)
     return _text(codes[_kept(table, codes)])
 
 
@@ -219,7 +214,7 @@ def _content_and_clauses(table: npt.NDArray[np.bool_], text: str,
     ends a clause anyway), a run of marks one end. Array operations over the whole batch (the
     marks are looked for among the few characters the step deletes), then a slice for each text
     that has any."""
-    codes = _code_points(text)
+    codes = code_points(text)
     kept = _kept(table, codes)
     content = _text(codes[kept])
     out: list[Clauses] = [()] * count
@@ -249,32 +244,13 @@ def _content_and_clauses(table: npt.NDArray[np.bool_], text: str,
     return content, out
 
 
-def _sub_lines_with(hint: re.Pattern[str], pattern: re.Pattern[str], text: str) -> str:
-    """`pattern.sub(" ", text)` where every match of `pattern` holds a match of `hint` and no
-    newline (and `pattern` has no anchor or lookaround): only the lines holding `hint` are
-    searched."""
-    pieces: list[str] = []
-    done = 0
-    for found in hint.finditer(text):
-        if found.start() < done:
-            continue  # a line already searched
-        start = text.rfind("\n", 0, found.start()) + 1
-        end = text.find("\n", found.end())
-        end = len(text) if end < 0 else end
-        pieces += (text[done:start], pattern.sub(" ", text[start:end]))
-        done = end
-    if not pieces:
-        return text
-    pieces.append(text[done:])
-    return "".join(pieces)
-
-
 def _remover(pattern: str, flags: int) -> Callable[[str], str]:
     """The step replacing every match of `pattern` by a space."""
     regex = re.compile(pattern, flags)
-    if pattern == _SHORT_LINK:
-        return partial(_sub_lines_with, re.compile(_SHORT_LINK_CORE, flags), regex)
-    return partial(regex.sub, " ")
+    remove = partial(regex.sub, " ")
+    if pattern == _SHORT_LINK:  # only the lines holding a link's core are searched
+        return partial(_decorate, re.compile(_SHORT_LINK_CORE, flags), (remove,))
+    return remove
 
 
 def _decorations(patterns: Sequence[str], flags: int) -> Callable[[str], str]:
