@@ -1,7 +1,7 @@
 # Sourced by the scripts that keep a local server running in the background (prometheus.sh,
 # toxiproxy.sh): finding its pid, polling its HTTP readiness, waiting for it to answer and
-# stopping it. The caller sets PID_FILE and LOG_FILE and PYTHON, and defines log, is_ready and
-# cmd_stop.
+# stopping it, saying its status. The caller sets PID_FILE, LOG_FILE, PYTHON and URL, and defines
+# log, server_pid, is_ready and cmd_stop.
 
 # daemon_pid MARKER: the pid in PID_FILE when that process is alive and its command line holds
 # MARKER, so a recycled pid is never signalled; else nothing (returns 1).
@@ -52,4 +52,14 @@ daemon_stop() {
   fi
   rm -f "$PID_FILE"
   log "stopped (pid $pid)"
+}
+
+# daemon_status: say whether the server runs; exit 0 when it is ready, 1 when it runs but is not
+# ready, 3 when it is stopped.
+daemon_status() {
+  local pid
+  pid=$(server_pid) || { echo "stopped"; exit 3; }
+  if is_ready; then echo "running (pid $pid) at $URL"; exit 0; fi
+  echo "running (pid $pid) but not ready"
+  exit 1
 }

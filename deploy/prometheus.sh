@@ -120,20 +120,12 @@ urllib.request.urlopen(urllib.request.Request(sys.argv[1], method="POST"), timeo
   log "reloaded: scraping $TARGETS"
 }
 
-cmd_status() {
-  local pid
-  pid=$(server_pid) || { echo "stopped"; exit 3; }
-  if is_ready; then echo "running (pid $pid) at $URL"; exit 0; fi
-  echo "running (pid $pid) but not ready"
-  exit 1
-}
-
 case ${1:-} in
   start) cmd_start ;;
   stop) cmd_stop ;;
   restart) cmd_stop; cmd_start ;;
   reload) cmd_reload ;;
-  status) cmd_status ;;
+  status) daemon_status ;;
   logs) tail -n "${2:-50}" "$LOG_FILE" ;;
   config) render_config ;;
   url) echo "$URL" ;;

@@ -11,7 +11,7 @@
 #   start    install if needed, start the server in the background, wait until its API answers
 #            (TOXIPROXY_START_TIMEOUT, default 30 s). On failure: log tail, exit 1.
 #   stop     SIGTERM, wait up to 10 s, then SIGKILL. Idempotent.
-#   status   exit 0 when running and answering, 1 when running but not answering, 3 when stopped.
+#   status   exit 0 when running and answering, 1 when running but not ready, 3 when stopped.
 #   logs     last N (default 50) lines of its log.
 #   url      print the API's base URL (http://127.0.0.1:$TOXIPROXY_PORT).
 #
@@ -95,19 +95,11 @@ cmd_stop() {
   daemon_stop "$pid" 10
 }
 
-cmd_status() {
-  local pid
-  pid=$(server_pid) || { echo "stopped"; exit 3; }
-  if is_ready; then echo "running (pid $pid) at $URL"; exit 0; fi
-  echo "running (pid $pid) but not answering"
-  exit 1
-}
-
 case ${1:-} in
   install) cmd_install ;;
   start) cmd_start ;;
   stop) cmd_stop ;;
-  status) cmd_status ;;
+  status) daemon_status ;;
   logs) tail -n "${2:-50}" "$LOG_FILE" ;;
   url) echo "$URL" ;;
   *)
