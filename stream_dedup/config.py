@@ -119,7 +119,8 @@ class VerifySettings:
     related_passage: bool = True
     min_passage_chars: int = 5  # own characters taken out and put in, the two together
     # A later text that asks with a final particle of its own (一日 / 一日呀?) is a question the
-    # earlier text is not (an echo or a check), unless the earlier asks by its words:
+    # earlier text is not (an echo or a check), unless the earlier asks by its words; the same
+    # words ending with a particle, asked once and stated once (係呀? / 係呀.), are two acts:
     related_question: bool = True
     # Meaning changes that make a near match only *related* (the message goes out as unique):
     related_number: bool = True  # a number changed (its value, its unit or magnitude)

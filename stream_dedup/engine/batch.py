@@ -33,7 +33,7 @@ import numpy as np
 
 from .. import collector
 from ..config import Settings
-from ..records import Decision, Message, Verdict
+from ..records import Message, Verdict
 from ..state import open_store
 from ..state.store import KVStore, WriteSet
 from . import bloom, jit, meaning, mood, scope, verify
@@ -54,8 +54,8 @@ from .verdict import (
     anchor_weights,
     closest_verdict,
     empty_verdict,
-    exact_verdict,
     per_message,
+    repeat_verdict,
     source_seq,
     unique,
 )
@@ -109,6 +109,8 @@ class _Pending:
     verdict: Verdict | None = None
     fp: int = 0
     indexed: bool = False
+    ending: str = mood.NONE  # how its raw text ends (`mood.ending`)
+    repeat: bool = False  # an earlier message has its normalized text
 
 
 class Engine(Snapshots):
@@ -261,18 +263,22 @@ class Engine(Snapshots):
         hits = [p.hash for p, m in zip(fresh, maybe, strict=True) if m]
         self.exact.bloom_hits += len(hits)
         stored = iter(self.exact.confirm(hits))  # consumed in order, one per hit
-        earlier: dict[int, str] = {}  # hash -> id of the batch's first message with that text
+        # hash -> id and ending of the batch's first message with that text
+        earlier: dict[int, tuple[str, str]] = {}
         rest: list[_Pending] = []
         for p, hit in zip(fresh, maybe, strict=True):
             matched = next(stored) if hit else None
             if matched is None:
                 matched = earlier.get(p.hash)
+            p.ending = mood.ending(p.msg.text)
             if matched is not None:
-                p.verdict = exact_verdict(p.msg.id, matched)
+                p.repeat = True
+                p.verdict = repeat_verdict(p.msg.id, matched[0], p.text, (matched[1], p.ending),
+                                           self.settings.verify)
                 continue
             if hit:
                 self.exact.false_positives += 1
-            earlier[p.hash] = p.msg.id
+            earlier[p.hash] = (p.msg.id, p.ending)
             if p.text:
                 rest.append(p)
             else:
@@ -397,8 +403,8 @@ class Engine(Snapshots):
             ops += (("docs", key, encode_doc(m.timestamp_ms, p.fp, p.hash, v,
                                              p.text if p.indexed else "", p.indexed)),
                     ("ttl", ttl_key(m.timestamp_ms, p.seq), b""))
-            if v.decision is not Decision.EXACT:
-                ops.append(("exact", exact_key(p.hash), exact_value(p.seq, m.id)))
+            if not p.repeat:  # the first message of its text: its repeats name it
+                ops.append(("exact", exact_key(p.hash), exact_value(p.seq, m.id, p.ending)))
         if fresh:
             self._max_ts = max(self._max_ts, max(p.msg.timestamp_ms for p in fresh))
         writes.put("meta", META_COUNTERS, struct.pack(">Qq", self._next_seq, self._max_ts))

@@ -2,8 +2,8 @@
 
 A normalized text's 64-bit hash goes through the Bloom filter first: "absent" is certain, so most
 unique messages never touch the disk. "Present" may be a false positive, so it is confirmed
-against the `exact` column family (hash -> seq and id of the first message with that text) before
-anything is called a duplicate. A false positive costs one lookup and never drops a message.
+against the `exact` column family (hash -> seq, ending and id of the first message with that text)
+before anything is called a duplicate. A false positive costs one lookup and never drops a message.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import xxhash
 from ..config import ExactSettings
 from ..state.store import KVStore, WriteSet
 from .bloom import BloomSizing, RollingBloom
+from .mood import ASKS, NONE, STATES
 
 SNAPSHOT_KEY = b"bloom"  # the seq covered, the bits' CRC-32 and the filter's header
 CHUNK_PREFIX = b"bloom/"  # + chunk number: the bits, a slice a key (an all-zero one absent)
@@ -45,8 +46,20 @@ def exact_key(h: int) -> bytes:
     return _U64.pack(h)
 
 
-def exact_value(seq: int, message_id: str) -> bytes:
-    return _U64.pack(seq) + message_id.encode("utf-8")
+# A message's ending (`mood.ending`) in the two top bits of its stored seq: a record written
+# without one reads as NONE.
+_ENDINGS = (NONE, ASKS, STATES)
+_SEQ_BITS = (1 << 62) - 1
+
+
+def exact_value(seq: int, message_id: str, ending: str = NONE) -> bytes:
+    return _U64.pack(seq | _ENDINGS.index(ending) << 62) + message_id.encode("utf-8")
+
+
+def exact_entry(value: bytes) -> tuple[int, str, str]:
+    """The seq, id and ending of the message an exact record names."""
+    (word,) = _U64.unpack_from(value)
+    return word & _SEQ_BITS, value[8:].decode(), _ENDINGS[word >> 62]
 
 
 class ExactStage:
@@ -113,7 +126,8 @@ class ExactStage:
         """Bloom test-and-add; True where the hash may have been seen before (or earlier here)."""
         return self.bloom.contains_add(hashes, ts_ms)
 
-    def confirm(self, hashes: list[int]) -> list[str | None]:
-        """The id of the stored first message of each hash, or None (a Bloom false positive)."""
+    def confirm(self, hashes: list[int]) -> list[tuple[str, str] | None]:
+        """The id and ending of the stored first message of each hash, or None (a Bloom false
+        positive)."""
         values = self._store.get_many("exact", list(map(exact_key, hashes)))
-        return [None if value is None else value[8:].decode() for value in values]
+        return [None if value is None else exact_entry(value)[1:] for value in values]

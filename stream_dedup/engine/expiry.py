@@ -19,7 +19,7 @@ from ..config import Settings
 from ..state.store import KVStore, WriteSet
 from . import fingerprint as fpr
 from . import scope
-from .exact import exact_key
+from .exact import exact_entry, exact_key
 from .features import features
 from .index.layout import Layout
 from .index.tables import remove_entries
@@ -56,7 +56,7 @@ def expire(store: KVStore, settings: Settings, strategy: fpr.Strategy, layout: L
                        [f.posted_anchors(i) for i in range(len(indexed))], writes)
     hashes = [exact_key(d.text_hash) for d in docs]
     for d, key, value in zip(docs, hashes, store.get_many("exact", hashes), strict=True):
-        if value is not None and struct.unpack(">Q", value[:8])[0] == d.seq:
+        if value is not None and exact_entry(value)[0] == d.seq:
             writes.delete("exact", key)
     for d in docs:
         writes.delete("docs", seq_key(d.seq))

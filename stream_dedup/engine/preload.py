@@ -3,13 +3,13 @@ window instead of an empty one.
 
 History is taken as it was published, not decided again: every message is stored as the engine
 stores a unique one (its doc, id, expiry entry, exact record, fingerprints and anchor postings),
-except repeats of an earlier text (stored as exact duplicates of it, out of the index, as the
-engine does) and repeated ids (skipped: the engine would have replayed them). Verification, most
-of the engine's time, is skipped, and the tables the history fills in order go in as sorted SST
-files (`KVStore.ingest`): the stored messages a chunk at a time, the block tables once at the end
-(`index.bulk`). Anchor postings, cut to the newest `index.anchor_postings`, are written a chunk at
-a time. Opening an engine on the result afterwards records the layout and rebuilds the Bloom
-filter from the exact records.
+except repeats of an earlier text (stored with the verdict the engine gives a repeat, out of the
+index, as the engine does) and repeated ids (skipped: the engine would have replayed them).
+Verification, most of the engine's time, is skipped, and the tables the history fills in order go
+in as sorted SST files (`KVStore.ingest`): the stored messages a chunk at a time, the block tables
+once at the end (`index.bulk`). Anchor postings, cut to the newest `index.anchor_postings`, are
+written a chunk at a time. Opening an engine on the result afterwards records the layout and
+rebuilds the Bloom filter from the exact records.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from ..errors import StateError
 from ..records import Decision, Message, Verdict
 from ..state.store import KVStore, WriteSet
 from . import fingerprint as fpr
-from . import scope
+from . import mood, scope
 from .batch import META_COUNTERS
-from .exact import content_hash, exact_key, exact_value
+from .exact import content_hash, exact_entry, exact_key, exact_value
 from .features import features
 from .index import bulk
 from .index.layout import configured_layout
@@ -34,7 +34,7 @@ from .index.tables import anchor_keys
 from .normalize import Normalizer
 from .stored import encode_doc, seq_key, ttl_key
 from .strategies import make_strategy
-from .verdict import empty_verdict, exact_verdict
+from .verdict import empty_verdict, repeat_verdict
 
 CHUNK = 50_000  # messages normalized, fingerprinted and ingested together
 
@@ -73,17 +73,19 @@ class Preload:
         seqs = list(range(self._next_seq, self._next_seq + len(batch)))
         self._next_seq += len(batch)
         earlier = dict(_present(self._store, "exact", [exact_key(h) for h in hashes]))
-        first: dict[int, str] = {}
+        first: dict[int, tuple[str, str]] = {}  # hash -> id and ending of its first message
         docs, exact, near = [], [], []
         for i, (m, text, h, seq) in enumerate(zip(batch, texts, hashes, seqs, strict=True)):
-            matched = earlier.get(exact_key(h))
-            if matched is not None or h in first:
-                ident = matched[8:].decode() if matched is not None else first[h]
-                docs.append((seq, encode_doc(m.timestamp_ms, 0, h, exact_verdict(m.id, ident),
-                                             "", False)))
+            stored = earlier.get(exact_key(h))
+            matched = exact_entry(stored)[1:] if stored is not None else first.get(h)
+            ending = mood.ending(m.text)
+            if matched is not None:
+                verdict = repeat_verdict(m.id, matched[0], text, (matched[1], ending),
+                                         self._settings.verify)
+                docs.append((seq, encode_doc(m.timestamp_ms, 0, h, verdict, "", False)))
                 continue
-            first[h] = m.id
-            exact.append((exact_key(h), exact_value(seq, m.id)))
+            first[h] = (m.id, ending)
+            exact.append((exact_key(h), exact_value(seq, m.id, ending)))
             if text:
                 near.append(i)
             else:

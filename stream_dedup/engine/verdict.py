@@ -2,7 +2,8 @@
 called by the engine and by the `decide` stage of the global scope (`scale/join.py`), so both
 decide alike.
 
-- an earlier message with the same normalized text: `exact`; no text content left: `unique`;
+- an earlier message with the same normalized text: `exact`, unless one of the two asks and the
+  other states (`repeat_verdict`); no text content left: `unique`;
 - which candidates the index's answers qualify and how they are ordered for the cut to the best
   (`anchor_need`, `rank_key`);
 - the verification of the qualified candidates, the closest first (`closest_verdict`): every
@@ -24,6 +25,7 @@ from numpy.typing import ArrayLike
 
 from ..config import VerifySettings
 from ..records import Decision, Verdict
+from .mood import turned
 from .normalize import Clauses
 from .verify import Measured, verify
 
@@ -43,6 +45,16 @@ def exact_verdict(message_id: str, matched_id: str) -> Verdict:
     """The verdict of a message whose normalized text an earlier message has."""
     return Verdict(message_id, Decision.EXACT, "exact: same normalized text",
                    matched_id=matched_id, distance=0, similarity=1.0)
+
+
+def repeat_verdict(message_id: str, matched_id: str, text: str, endings: tuple[str, str],
+                   settings: VerifySettings) -> Verdict:
+    """The verdict of a message whose normalized `text` an earlier message has: an exact
+    duplicate, unless their `endings` (earlier, later) make the same words a question and a
+    statement (`mood.turned`): related."""
+    if settings.related_question and turned(text, *endings):
+        return unique(message_id, (matched_id, "question", 0, 1.0), False)
+    return exact_verdict(message_id, matched_id)
 
 
 def empty_verdict(message_id: str) -> Verdict:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from ..config import Settings
 from ..engine.commonness import Commonness
 from ..engine.features import FAMILIES
+from ..engine.mood import ASKS
 from ..engine.stored import Doc
 from ..engine.verdict import (
     Candidate,
@@ -39,8 +40,8 @@ from ..engine.verdict import (
     anchor_weights,
     closest_verdict,
     empty_verdict,
-    exact_verdict,
     rank_key,
+    repeat_verdict,
     source_seq,
 )
 from ..engine.verify import similarities, warm_up
@@ -175,11 +176,13 @@ class Join:
 
     def verdict(self, o: Original, answers: Sequence[Answer]) -> Verdict:
         """The engine's decision from the shards' answers: the first message with the same text
-        decides an exact duplicate; else the ranked candidates are verified."""
+        decides a repeat (an exact hit's text is that message's ending); else the ranked
+        candidates are verified."""
         same = [h for a in answers if a.kind == EXACT for h in a.hits]
         if same:
             first = min(same, key=lambda h: (h.ts_ms, h.message_id.encode()))
-            return exact_verdict(o.message_id, first.message_id)
+            return repeat_verdict(o.message_id, first.message_id, o.text, (first.text, o.ending),
+                                  self._settings.verify)
         if not o.text:
             return empty_verdict(o.message_id)
         # id -> [distance (-1: none), anchor score, hit, shared anchors per family]
@@ -223,7 +226,7 @@ class Join:
         grams = sketch.hashes(texts) if sketch is not None else []
         common = sketch.mask(grams[0], len(o.text)) if sketch is not None and hits else None
         verdict = closest_verdict(o.message_id, o.text, o.fp, candidates, self._settings.verify,
-                                  common, o.clauses, o.asks)
+                                  common, o.clauses, o.ending == ASKS)
         if sketch is not None:  # in the order this partition decides its messages
             source = source_seq(verdict, candidates, range(1, len(texts)))
             sketch.learn(grams[0], None if source is None else grams[source])

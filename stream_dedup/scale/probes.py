@@ -26,6 +26,7 @@ from typing import TypeVar
 import xxhash
 
 from ..engine.features import FAMILIES
+from ..engine.mood import ASKS, NONE, STATES
 from ..engine.normalize import Clauses
 
 EXACT, BLOCK, ANCHOR, LOOKUP = 0, 1, 2, 3
@@ -54,7 +55,8 @@ def order_key(ts_ms: int, message_id: str) -> bytes:
 class Probe:
     """One lookup-and-insert of a message at one shard key. `index` numbers the message's probes
     (0 .. probes-1), so the decide stage counts each answer once however often it is replayed.
-    `fp` and `text` are what an entry stores for verification (empty for exact and lookups)."""
+    `fp` and `text` are what an entry stores for verification (for the exact hash, the message's
+    `mood.ending`; empty for lookups)."""
 
     kind: int
     table: int
@@ -75,7 +77,8 @@ class Probe:
 @dataclass(frozen=True, slots=True)
 class Hit:
     """An earlier entry under the probe's key: candidate id, order, fingerprint, distance (block
-    tables; -1 for anchors and the exact hash) and normalized text (empty for the exact hash)."""
+    tables; -1 for anchors and the exact hash) and normalized text (for the exact hash, the
+    message's `mood.ending`)."""
 
     message_id: str
     ts_ms: int
@@ -116,7 +119,7 @@ class Original:
     value: bytes | None
     headers: tuple[tuple[str, bytes], ...]
     clauses: Clauses = ()  # where the normalized text's clauses end
-    asks: bool = False  # the message's text ends with a question mark (`mood.asks`)
+    ending: str = NONE  # how the message's raw text ends (`mood.ending`)
 
 
 def _with_texts(texts: dict[str, int], body: list[bytes]) -> bytes:
@@ -239,7 +242,8 @@ def pack_original(o: Original) -> bytes:
     heads = [part for k, v in o.headers for part in (k.encode(), v)]
     head = _ORIGINAL.pack(o.ts_ms, o.fp, o.offset, o.partition, o.timestamp,
                           *(len(f) for f in fields[:4]),
-                          (o.key is None) | (o.value is None) << 1 | o.asks << 2,
+                          (o.key is None) | (o.value is None) << 1
+                          | (o.ending == ASKS) << 2 | (o.ending == STATES) << 3,
                           len(fields[4]), o.probes, len(o.headers))
     lengths = struct.pack(f"<{len(heads)}I", *(len(h) for h in heads)) + struct.pack(
         f"<{FAMILIES}I", *o.anchors)
@@ -265,4 +269,5 @@ def unpack_original(data: bytes) -> Original:
     clauses = struct.unpack_from(f"<{(len(data) - pos) // 4}I", data, pos)
     return Original(ident.decode(), ts, text.decode(), fp, probes, anchors, topic.decode(),
                     partition, offset, timestamp, None if nulls & 1 else key,
-                    None if nulls & 2 else value, headers, clauses, bool(nulls & 4))
+                    None if nulls & 2 else value, headers, clauses,
+                    ASKS if nulls & 4 else STATES if nulls & 8 else NONE)

@@ -109,7 +109,7 @@ class Shard:
             distance = (fp ^ p.fp).bit_count() if p.kind == BLOCK else -1
             if distance > limit:
                 continue
-            hit = Hit(p.message_id, p.ts_ms, p.fp, distance, "" if p.kind == EXACT else p.text)
+            hit = Hit(p.message_id, p.ts_ms, p.fp, distance, p.text)
             out.append(Answer(key[SHARD_KEY_BYTES + 8:].decode(), p.index, p.kind, (hit,),
                               late=True, table=p.table))
         return out
@@ -137,6 +137,5 @@ class Shard:
                     continue
             else:
                 distance = -1
-            text = "" if p.kind == EXACT else value[_ENTRY.size:].decode()
-            hits.append(Hit(ident, ts, fp, distance, text))
+            hits.append(Hit(ident, ts, fp, distance, value[_ENTRY.size:].decode()))
         return Answer(p.message_id, p.index, p.kind, tuple(hits), table=p.table)

@@ -3,7 +3,8 @@ give every message the engine's verdict (the one verdict module, `engine/verdict
 
 Streams are drawn from a few shared clauses and short chat lines, with the edits the verdict
 rules tell apart: characters replaced, particles and comments added, numbers changed, clauses
-cut, so exact, near, related and unique verdicts all occur. With one decide partition the
+cut, a question or a statement made of the same words, so exact, near, related and unique
+verdicts all occur. With one decide partition the
 stream's boilerplate is learnt from the same messages in the same order as the engine learns it;
 with several, each partition learns from its own, so the boilerplate rule is left out there.
 """
@@ -11,7 +12,7 @@ with several, each partition learns from its own, so the boilerplate rule is lef
 import dataclasses
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from stream_dedup.config import IndexSettings, Settings, VerifySettings
@@ -23,8 +24,10 @@ from stream_dedup.state import MemoryStore
 pytestmark = pytest.mark.property
 
 CLAUSES = ["酒店位置很好离地铁站很近", "房间干净整洁早餐丰富", "前台服务态度非常热情",
-           "价格合理性价比很高", "下次出差还会再来住", "好的亲", "什么时候发货啊", "3天左右到"]
+           "价格合理性价比很高", "下次出差还会再来住", "好的亲", "什么时候发货啊", "3天左右到",
+           "明天到了吧"]
 EDITS = ["", "呢", "哈哈", "转发", "不", "5", "很", "您好"]
+ENDINGS = ["", "？", "。", "!"]
 SMALL = dataclasses.replace(Settings(), index=IndexSettings(max_candidates=4))
 
 
@@ -36,10 +39,11 @@ def texts(draw: st.DrawFn) -> str:
         at = draw(st.integers(0, len(text)))
         cut = draw(st.integers(0, 1))
         text = text[:at] + draw(st.sampled_from(EDITS)) + text[at + cut:]
-    return text
+    return text + draw(st.sampled_from(ENDINGS))
 
 
 @settings(max_examples=40, deadline=None)
+@example(stream=["明天到了吧。", "明天到了吧？", "明天到了吧？", "3天左右到。", "3天左右到？"], batch=1)
 @given(stream=st.lists(texts(), min_size=2, max_size=40), batch=st.sampled_from([1, 7]))
 def test_the_topology_decides_as_the_engine(topology, stream: list[str], batch: int) -> None:
     messages = [Message(f"m{i}", t, 1_700_000_000_000 + i * 1000) for i, t in enumerate(stream)]

@@ -66,6 +66,23 @@ def test_a_moved_clause_is_a_copy_and_words_traded_inside_one_are_not() -> None:
     assert v[3].decision is Decision.UNIQUE and v[3].guard == "swap"
 
 
+def test_the_same_words_asked_and_stated_are_related_and_the_first_stays_the_source(
+        tmp_path: Path) -> None:
+    texts = ["八月底喎.", "八月底喎?", "至少40人受伤", "至少40人受伤?", "係呀?", "係呀。"]
+    engine = Engine(Settings(), open_store("rocksdb", str(tmp_path / "s"), TABLES))
+    first = run(engine, texts)
+    engine.close()
+    # and after a restart, the endings read back from the exact records
+    engine = Engine(Settings(), open_store("rocksdb", str(tmp_path / "s"), TABLES))
+    again = run(engine, ["八月底喎?", "八月底喎.", "係呀。"], start=len(texts))
+    engine.close()
+    assert [(v.reason, v.matched_id) for v in first + again] == [
+        ("unique", None), ("related: question", "m0"), ("unique", None),
+        ("exact: same normalized text", "m2"), ("unique", None), ("related: question", "m4"),
+        ("related: question", "m0"), ("exact: same normalized text", "m0"),
+        ("related: question", "m4")]
+
+
 def test_replay_returns_first_verdict() -> None:
     engine = Engine(Settings(), MemoryStore(TABLES))
     first = run(engine, [BASE, BASE])

@@ -10,6 +10,7 @@ from stream_dedup.engine.exact import (
     ExactStage,
     chunk_key,
     content_hash,
+    exact_entry,
     exact_key,
     exact_value,
     text_hash,
@@ -38,9 +39,18 @@ def test_content_hash_is_of_the_normalized_text_or_else_of_the_raw_text() -> Non
 def test_confirm_names_the_recorded_first_message_and_no_false_positive() -> None:
     store = MemoryStore(("meta", "exact"))
     writes = WriteSet()
-    writes.put("exact", exact_key(text_hash("好评")), exact_value(7, "m7"))
+    writes.put("exact", exact_key(text_hash("好评")), exact_value(7, "m7", "?"))
     store.write(writes)
-    assert stage(store).confirm([text_hash("好评"), text_hash("差评")]) == ["m7", None]
+    assert stage(store).confirm([text_hash("好评"), text_hash("差评")]) == [("m7", "?"), None]
+
+
+@pytest.mark.parametrize("ending", ["", "?", "."])
+def test_an_exact_record_holds_the_seq_id_and_ending_of_its_message(ending: str) -> None:
+    assert exact_entry(exact_value(2**62 - 1, "消息-1", ending)) == (2**62 - 1, "消息-1", ending)
+
+
+def test_a_record_written_without_an_ending_reads_as_none() -> None:
+    assert exact_entry((7).to_bytes(8, "big") + b"m7") == (7, "m7", "")
 
 
 def test_bloom_answers_present_for_what_it_was_given_and_in_the_same_batch() -> None:

@@ -4,7 +4,7 @@ text did not (`engine/mood.py`), and the `question` guard that verification give
 import pytest
 
 from stream_dedup.config import VerifySettings
-from stream_dedup.engine.mood import asked_anew, asks
+from stream_dedup.engine.mood import ASKS, NONE, STATES, asked_anew, asks, ending, turned
 from stream_dedup.engine.normalize import Normalizer
 from stream_dedup.engine.verify import verify
 
@@ -61,3 +61,40 @@ def test_a_question_asked_of_a_statement_is_related_and_can_be_switched_off(
     assert not check.duplicate and check.guard == "question"
     assert verify(a, b, VerifySettings(related_question=False), asks=asks(later)).duplicate
     assert verify(a, b, VerifySettings(), asks=False).duplicate
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("係呀?", ASKS),
+        ("真的吗?!", ASKS),
+        ("係呀.", STATES),
+        ("好吧！", STATES),
+        ("哩個\"\".", STATES),  # a full stop after closing quotes
+        ("「好的。」", STATES),
+        ("係呀", NONE),  # no mark: a line cut short, a repost without its marks
+        ("好吧...", NONE),  # an ellipsis trails off
+        ("好吧…", NONE),
+        ("", NONE),
+    ],
+)
+def test_a_message_ends_asking_stating_or_neither(raw: str, expected: str) -> None:
+    assert ending(raw) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "earlier", "later", "expected"),
+    [
+        ("系呀", ASKS, STATES, True),  # really? / yes.
+        ("八月底㖞", STATES, ASKS, True),  # end of August, mind / end of August?
+        ("系呀", ASKS, ASKS, False),  # the same question
+        ("系呀", STATES, NONE, False),  # a mark lost is no act of its own
+        ("至少40人受伤", STATES, ASKS, False),  # no particle: the mark alone is punctuation
+        ("有货吗", STATES, ASKS, False),  # asks by its words either way
+        ("好不好呀", STATES, ASKS, False),  # an A-not-A form
+        ("", STATES, ASKS, False),
+    ],
+)
+def test_the_same_words_are_turned_by_a_mark_only_after_a_final_particle(
+        text: str, earlier: str, later: str, expected: bool) -> None:
+    assert turned(text, earlier, later) is expected

@@ -37,12 +37,14 @@ def test_wire_round_trip() -> None:
               Probe(LOOKUP, 0, 5, -1, "身份", 7)]
     assert [p for r in pack_probes(probes) for p in unpack_probes(r)] == probes
     answers = [Answer("m2", 4, ANCHOR, (Hit("m1", 12, 99, -1, "某个文本"),)),
-               Answer("m3", 0, EXACT, ()), Answer("m4", 2, BLOCK, (Hit("m", 1, 2, 3, ""),), True)]
+               Answer("m3", 0, EXACT, (Hit("m0", 5, 0, -1, "?"),)),
+               Answer("m4", 2, BLOCK, (Hit("m", 1, 2, 3, ""),), True)]
     assert [a for r in pack_answers(answers) for a in unpack_answers(r)] == answers
     for o in (_original("m1", 3, headers=(("h", b"\x00v"), ("k", b""))),
               _original("m2", 0, text="", key=b"", value=None),
               _original("m3", 1, text="好评谢谢亲", clauses=(2, 4)),
-              _original("m5", 1, text="一日呀", asks=True, key=b"k")):
+              _original("m5", 1, text="一日呀", ending="?", key=b"k"),
+              _original("m6", 1, text="一日", ending=".", key=b"k")):
         assert unpack_original(pack_original(o)) == o
     # a record packed before clause ends were carried reads as a text without them
     packed = pack_original(_original("m4", 1, clauses=(1,)))

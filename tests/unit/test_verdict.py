@@ -9,7 +9,7 @@ import pytest
 
 from stream_dedup.config import VerifySettings
 from stream_dedup.engine import verdict
-from stream_dedup.engine.verdict import Candidate, closest_verdict, exact_verdict
+from stream_dedup.engine.verdict import Candidate, closest_verdict, exact_verdict, repeat_verdict
 from stream_dedup.engine.verify import Check
 from stream_dedup.records import Decision, Verdict
 
@@ -104,6 +104,16 @@ def test_exact_and_empty_verdicts() -> None:
     assert (v.decision, v.matched_id, v.distance, v.similarity) == (Decision.EXACT, "m1", 0, 1.0)
     assert verdict.empty_verdict("m3").decision is Decision.UNIQUE and verdict.empty_verdict("m3").reason == (
         "unique: no text content")
+
+
+def test_a_repeat_is_exact_unless_the_same_words_are_a_question_and_a_statement() -> None:
+    related = repeat_verdict("m2", "m1", "系呀", ("?", "."), VerifySettings())
+    assert (related.decision, related.reason, related.matched_id) == (
+        Decision.UNIQUE, "related: question", "m1")
+    assert repeat_verdict("m2", "m1", "系呀", ("?", "?"), VerifySettings()) == exact_verdict(
+        "m2", "m1")
+    assert repeat_verdict("m2", "m1", "系呀", ("?", "."), VerifySettings(
+        related_question=False)) == exact_verdict("m2", "m1")
 
 
 def test_source_seq_is_that_of_the_matched_candidate_of_a_near_verdict() -> None:
