@@ -11,7 +11,7 @@ import pytest
 from dev_stream import dev_stream_path
 
 from stream_dedup.config import Settings
-from stream_dedup.engine.mood import ending
+from stream_dedup.engine.mood import kept_ending
 from stream_dedup.engine.stored import TABLES
 from stream_dedup.records import Message, Verdict
 from stream_dedup.scale.join import Join
@@ -44,7 +44,8 @@ def _topology(messages: Sequence[Message], settings: Settings, shards: int, join
                 probes[partition_of(probe.shard_key, shards)].append(probe)
             m = p.message
             o = Original(m.id, m.timestamp_ms, p.text, p.fp, len(p.probes), p.anchors, "in", 1,
-                         9, m.timestamp_ms, None, b"{}", (), p.clauses, ending(m.text))
+                         9, m.timestamp_ms, None, b"{}", (), p.clauses,
+                         kept_ending(p.text, m.text))
             originals[partition_of(o.message_id.encode(), joins)].append(o)
         for part, items in probes.items():
             for a in index[part].answer(items):

@@ -109,7 +109,7 @@ class _Pending:
     verdict: Verdict | None = None
     fp: int = 0
     indexed: bool = False
-    ending: str = mood.NONE  # how its raw text ends (`mood.ending`)
+    ending: str = mood.NONE  # how its raw text ends, as the rules read it (`mood.kept_ending`)
     repeat: bool = False  # an earlier message has its normalized text
 
 
@@ -270,7 +270,7 @@ class Engine(Snapshots):
             matched = next(stored) if hit else None
             if matched is None:
                 matched = earlier.get(p.hash)
-            p.ending = mood.ending(p.msg.text)
+            p.ending = mood.kept_ending(p.text, p.msg.text)
             if matched is not None:
                 p.repeat = True
                 p.verdict = repeat_verdict(p.msg.id, matched[0], p.text, (matched[1], p.ending),

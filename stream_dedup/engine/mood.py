@@ -58,6 +58,13 @@ def ending(raw: str) -> str:
     return STATES if tail[-1:] and tail[-1] in _STATEMENT_MARKS else NONE
 
 
+def kept_ending(text: str, raw: str) -> str:
+    """The `ending` of a message with normalized `text` and raw text `raw` as the rules read it:
+    NONE unless the text ends with a final particle (no rule reads the mark of another text),
+    so most messages skip the look at their marks."""
+    return ending(raw) if text and text[-1] in _FINAL_PARTICLES else NONE
+
+
 def turned(text: str, earlier: str, later: str) -> bool:
     """Whether two messages with the same normalized `text`, ending `earlier` and `later`
     (`ending`), are a question and a statement: one asks and the other states, the text ends

@@ -78,7 +78,7 @@ class Preload:
         for i, (m, text, h, seq) in enumerate(zip(batch, texts, hashes, seqs, strict=True)):
             stored = earlier.get(exact_key(h))
             matched = exact_entry(stored)[1:] if stored is not None else first.get(h)
-            ending = mood.ending(m.text)
+            ending = mood.kept_ending(text, m.text)
             if matched is not None:
                 verdict = repeat_verdict(m.id, matched[0], text, (matched[1], ending),
                                          self._settings.verify)

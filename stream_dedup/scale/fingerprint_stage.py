@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
 from ..config import Settings
-from ..engine.mood import ending
+from ..engine.mood import kept_ending
 from ..kafka.retry import Backoff
 from ..kafka.route import InputRecord, Output, decode_batch, route
 from ..records import Message
@@ -70,7 +70,7 @@ class FingerprintStage:
             original = Original(p.message.id, p.message.timestamp_ms, p.text, p.fp,
                                 len(p.probes), p.anchors, r.topic, r.partition, r.offset,
                                 r.timestamp, r.key, r.value, tuple(r.headers or ()),
-                                p.clauses, ending(p.message.text))
+                                p.clauses, kept_ending(p.text, p.message.text))
             outputs.append(Output("original", t.originals_topic, ident, pack_original(original),
                                   [], r.timestamp, partition_of(ident, t.join_partitions)))
         for n, probes in sorted(by_partition.items()):

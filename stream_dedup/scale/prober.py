@@ -21,7 +21,7 @@ from ..engine import fingerprint as fpr
 from ..engine.exact import content_hash
 from ..engine.features import FAMILIES, features
 from ..engine.index.layout import configured_layout
-from ..engine.mood import ending
+from ..engine.mood import kept_ending
 from ..engine.normalize import Clauses, Normalizer
 from ..engine.strategies import make_strategy
 from ..records import Message
@@ -69,7 +69,8 @@ class Prober:
         for i, (m, text) in enumerate(zip(messages, texts, strict=True)):
             wanted: list[tuple[int, int, int, int, str]] = []  # kind, table, value, fp, text
             if s.exact.enabled:
-                wanted.append((EXACT, 0, content_hash(text, m.text), 0, ending(m.text)))
+                wanted.append((EXACT, 0, content_hash(text, m.text), 0,
+                               kept_ending(text, m.text)))
             own = rows.get(i, [])
             for row in own:
                 wanted += [(BLOCK, t, int(keys[t][row]), int(fps[row]), text)

@@ -119,7 +119,7 @@ class Original:
     value: bytes | None
     headers: tuple[tuple[str, bytes], ...]
     clauses: Clauses = ()  # where the normalized text's clauses end
-    ending: str = NONE  # how the message's raw text ends (`mood.ending`)
+    ending: str = NONE  # how the message's raw text ends, as the rules read it (`mood.kept_ending`)
 
 
 def _with_texts(texts: dict[str, int], body: list[bytes]) -> bytes:

@@ -4,7 +4,16 @@ text did not (`engine/mood.py`), and the `question` guard that verification give
 import pytest
 
 from stream_dedup.config import VerifySettings
-from stream_dedup.engine.mood import ASKS, NONE, STATES, asked_anew, asks, ending, turned
+from stream_dedup.engine.mood import (
+    ASKS,
+    NONE,
+    STATES,
+    asked_anew,
+    asks,
+    ending,
+    kept_ending,
+    turned,
+)
 from stream_dedup.engine.normalize import Normalizer
 from stream_dedup.engine.verify import verify
 
@@ -98,3 +107,9 @@ def test_a_message_ends_asking_stating_or_neither(raw: str, expected: str) -> No
 def test_the_same_words_are_turned_by_a_mark_only_after_a_final_particle(
         text: str, earlier: str, later: str, expected: bool) -> None:
     assert turned(text, earlier, later) is expected
+
+
+def test_only_an_ending_after_a_final_particle_is_kept() -> None:
+    assert kept_ending("系呀", "係呀?") == ASKS and kept_ending("系呀", "係呀.") == STATES
+    assert kept_ending("至少40人受伤", "至少40人受伤?") == NONE  # no rule reads it
+    assert kept_ending("", "?") == NONE
