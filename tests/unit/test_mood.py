@@ -5,6 +5,7 @@ import pytest
 
 from stream_dedup.config import VerifySettings
 from stream_dedup.engine.mood import (
+    _FINAL_PARTICLES,
     ASKS,
     NONE,
     STATES,
@@ -113,3 +114,7 @@ def test_only_an_ending_after_a_final_particle_is_kept() -> None:
     assert kept_ending("系呀", "係呀?") == ASKS and kept_ending("系呀", "係呀.") == STATES
     assert kept_ending("至少40人受伤", "至少40人受伤?") == NONE  # no rule reads it
     assert kept_ending("", "?") == NONE
+
+
+def test_every_final_particle_is_listed_as_normalization_leaves_it() -> None:
+    assert {NORM.normalize(p) for p in _FINAL_PARTICLES} <= _FINAL_PARTICLES
