@@ -34,7 +34,7 @@ class Decoder:
         size = len(self.states)
         self._index = index
         self._char_states = char_states
-        self._emit = [emit[state] for state in self.states]
+        self._emitted = _by_character([emit[state] for state in self.states])
         self._start = np.array([start[state] for state in self.states])
         self._trans = np.full((size, size), -np.inf)
         for state, nexts in trans.items():
@@ -56,7 +56,12 @@ class Decoder:
     @lru_cache(maxsize=_CACHED_ROWS)  # noqa: B019 - one decoder per process
     def _emissions(self, ch: str) -> np.ndarray:
         """The emission log-probability of `ch` in every state."""
-        return np.array([emit.get(ch, _MIN_FLOAT) for emit in self._emit])
+        row = np.full(len(self.states), _MIN_FLOAT)
+        found = self._emitted.get(ch)
+        if found is not None:
+            states, probs = found
+            row[states] = probs
+        return row
 
     def __call__(self, obs: str, *_model: object) -> tuple[float, list[tuple[str, str]]]:
         """The most likely state of each character of `obs`, as jieba's `viterbi(obs, states,
@@ -68,6 +73,20 @@ class Decoder:
                                    np.concatenate(possible), bounds,
                                    np.stack([self._emissions(ch) for ch in obs]))
         return prob, [self.states[s] for s in route.tolist()]
+
+
+def _by_character(emit: Sequence[Mapping[str, float]]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per character, the states (indices into `emit`) that emit it and the log-probabilities:
+    a character's row is then filled in one step rather than looked up in every state's table
+    (a character is emitted by a few of the 256 states)."""
+    found: dict[str, tuple[list[int], list[float]]] = {}
+    for state, table in enumerate(emit):
+        for ch, p in table.items():
+            states, probs = found.setdefault(ch, ([], []))
+            states.append(state)
+            probs.append(p)
+    return {ch: (np.array(states, np.intp), np.array(probs))
+            for ch, (states, probs) in found.items()}
 
 
 @cache
