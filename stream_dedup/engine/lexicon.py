@@ -181,9 +181,10 @@ class Lexicon:
 
     @cache  # noqa: B019 - one lexicon per process, never released
     def _forms(self, ch: str) -> frozenset[str]:
-        forms = {convert.convert(ch) for convert in self._converters}
-        forms |= {convert.convert(self._japanese.convert(ch)) for convert in self._converters}
-        return frozenset(forms)
+        # the Japanese form folded as well, when it is another character (the conversions
+        # leave most characters as they are)
+        return frozenset(convert.convert(form) for form in {ch, self._japanese.convert(ch)}
+                         for convert in self._converters)
 
     # -- meaning -----------------------------------------------------------------------------
 
