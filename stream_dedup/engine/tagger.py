@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache, lru_cache
+from itertools import accumulate
 
 import numpy as np
 
@@ -67,11 +68,12 @@ class Decoder:
         """The most likely state of each character of `obs`, as jieba's `viterbi(obs, states,
         start_p, trans_p, emit_p)` returns it (the model given at construction)."""
         possible = [self._possible(ch) for ch in obs]
-        bounds = np.zeros(len(obs) + 1, np.intp)
-        np.cumsum([len(p) for p in possible], out=bounds[1:])
+        # (np.array of the rows and a Python running sum: a fraction of np.stack's and
+        # np.cumsum's overhead on the few characters tagged at a time)
+        bounds = np.array([0, *accumulate(len(p) for p in possible)], np.intp)
         prob, route = self._decode(self._start, self._trans, self._follows, self._leads,
                                    np.concatenate(possible), bounds,
-                                   np.stack([self._emissions(ch) for ch in obs]))
+                                   np.array([self._emissions(ch) for ch in obs]))
         return prob, [self.states[s] for s in route.tolist()]
 
 
