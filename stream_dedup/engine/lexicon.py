@@ -77,13 +77,17 @@ class Lexicon:
         it on either side), and the span itself."""
         found = [text[start:end]]
         freq = self.freq
+        stop = min(len(text), end + 3) + 1
+        # From `start` itself only what is longer than the span: were the span no word's
+        # prefix, nothing longer from there would be a word either.
         for s in range(max(0, start - 3), start + 1):
-            for e in range(end, min(len(text), end + 3) + 1):
-                count = freq.get(text[s:e])
+            for e in range(end + (s == start), stop):
+                word = text[s:e]
+                count = freq.get(word)
                 if count is None:  # jieba keeps every prefix of a word: no longer word from s
                     break
-                if count > 0 and e - s > end - start:
-                    found.append(text[s:e])
+                if count:
+                    found.append(word)
         return found
 
     def word_at(self, text: str, start: int, end: int) -> str:
