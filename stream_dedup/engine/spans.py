@@ -56,15 +56,17 @@ _EXT_A_FROM, _EXT_A_TO = "\u3400", "\u4dbf"
 
 
 def has_digit(text: str) -> bool:
-    return any(c.isdigit() for c in text)
+    # No letter (a Chinese character is one) is a digit: a part of letters only, most of them,
+    # is answered by one call.
+    return not text.isalpha() and any(c.isdigit() for c in text)
 
 
 def _has_numeral(text: str) -> bool:
-    return any(c in _NUMERALS for c in text)
+    return not _NUMERALS.isdisjoint(text)
 
 
 def _numerals_only(*parts: str) -> bool:
-    return all(part and all(c in _NUMERALS for c in part) for part in parts)
+    return all(part and _NUMERALS.issuperset(part) for part in parts)
 
 
 def number_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Lexicon) -> str:
@@ -367,7 +369,7 @@ def added_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Lexico
     if len(part) >= _MATERIAL_MIN:
         return "material"
     beside = text[start - 1 : start] + text[end : end + 1]
-    if any(c.isdigit() for c in part) or (_has_numeral(part) and _has_numeral(beside)):
+    if has_digit(part) or (_has_numeral(part) and _has_numeral(beside)):
         same = _same_value(a, b, span)
         return "form" if same else number_kind(a, b, span, lex)
     if (part in _LONE_NEGATORS and _negates_next(text, end, lex)) or _is_negation(
