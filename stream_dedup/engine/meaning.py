@@ -137,9 +137,9 @@ def _changed_in_material(a: str, b: str, spans: list[Span], lex: Lexicon) -> lis
     words taken out and those put in both exist and differ, the benign spans that carry them
     are number (date), entity or date changes. Material only added or only dropped, or moved
     unchanged, stays benign."""
-    benign = [s for s in spans if not s.changes_meaning]
-    taken = "|".join(a[s.i1 : s.i2] for s in benign)
-    put = "|".join(b[s.j1 : s.j2] for s in benign)
+    benign = [s for s in spans if s.kind not in MEANING_CLASSES]
+    taken = "|".join([a[s.i1 : s.i2] for s in benign])
+    put = "|".join([b[s.j1 : s.j2] for s in benign])
     if not taken.strip("|") or not put.strip("|"):
         return spans
     kinds: dict[int, str] = {}
@@ -148,9 +148,9 @@ def _changed_in_material(a: str, b: str, spans: list[Span], lex: Lexicon) -> lis
             if has_digit(a[s.i1 : s.i2] + b[s.j1 : s.j2]):
                 kinds[id(s)] = number_kind(a, b, (s.op, s.i1, s.i2, s.j1, s.j2), lex)
     # Lead-ins and wrappers name their sources; one-character changes are the spans' own business.
-    inside = [s for s in benign if not _at_edge(a, b, s) and max(s.i2 - s.i1, s.j2 - s.j1) > 1]
-    taken_inside = "|".join(a[s.i1 : s.i2] for s in inside)
-    put_inside = "|".join(b[s.j1 : s.j2] for s in inside)
+    inside = [s for s in benign if (s.i2 - s.i1 > 1 or s.j2 - s.j1 > 1) and not _at_edge(a, b, s)]
+    taken_inside = "|".join([a[s.i1 : s.i2] for s in inside])
+    put_inside = "|".join([b[s.j1 : s.j2] for s in inside])
     # Cut only when both sides hold a name or time word at all (cutting costs far more than
     # looking): else neither class has words on both sides to differ.
     if lex.holds_tagged(taken_inside, _NAMED) and lex.holds_tagged(put_inside, _NAMED):
