@@ -113,10 +113,18 @@ class Lexicon:
             at += len(word)
         return found
 
-    @lru_cache(maxsize=1 << 12)  # noqa: B019 - one lexicon per process, never released
     def tagged_words(self, text: str) -> tuple[tuple[str, str], ...]:
         """(word, tag) of jieba's tagger (HMM on, for names outside the dictionary) over a short
         text."""
+        if len(text) == 1:
+            # One character, half the parts asked about: the tagger gives it its dictionary tag,
+            # x without one (punctuation and spaces have none). Answered here, without the cost
+            # of a call of the tagger.
+            return ((text, self.tags.get(text, "x")),)
+        return self._tagged_words(text)
+
+    @lru_cache(maxsize=1 << 12)  # noqa: B019 - one lexicon per process, never released
+    def _tagged_words(self, text: str) -> tuple[tuple[str, str], ...]:
         return tuple((t.word, t.flag) for t in self._posseg(text))
 
     def segment(self, text: str) -> tuple[str, ...]:

@@ -130,3 +130,13 @@ def test_the_tags_are_the_taggers_own(lex: Lexicon) -> None:
     assert lex.tags == jieba.posseg.POSTokenizer(jieba.dt).word_tag_tab  # read from the file
     assert [(t.word, t.flag) for t in jieba.posseg.cut("李明去了上海")][-1] == ("上海", "ns")
 
+
+
+def test_one_character_is_tagged_as_jiebas_tagger_tags_it(lex: Lexicon) -> None:
+    """Every character of the basic plane but surrogates (Chinese ones, letters, digits,
+    punctuation, spaces, characters the dictionary lacks) and a few beyond it."""
+    import jieba.posseg
+
+    characters = [chr(c) for c in range(0x10000) if not 0xD800 <= c < 0xE000]
+    for ch in [*characters, "𠀀", "😀", "\ud800"]:
+        assert lex.tagged_words(ch) == tuple((t.word, t.flag) for t in jieba.posseg.lcut(ch)), ch
