@@ -175,7 +175,8 @@ class Lexicon:
         """Equally long, and each character of `x` shares a reading with the one of `y` in its
         place: an input-method typo (pinyin typed, the wrong character of that sound taken)."""
         return len(x) == len(y) and all(
-            c == d or self.readings(c) & self.readings(d) for c, d in zip(x, y, strict=True))
+            c == d or not self.readings(c).isdisjoint(self.readings(d))
+            for c, d in zip(x, y, strict=True))
 
     def similar_shape(self, x: str, y: str) -> bool:
         """Equally long, and each differing pair of characters of one shape group."""
@@ -185,7 +186,8 @@ class Lexicon:
     def variant(self, x: str, y: str) -> bool:
         """Equally long, and each differing pair of characters folds to one simplified form."""
         return len(x) == len(y) and all(
-            c == d or self._forms(c) & self._forms(d) for c, d in zip(x, y, strict=True))
+            c == d or not self._forms(c).isdisjoint(self._forms(d))
+            for c, d in zip(x, y, strict=True))
 
     def regional(self, x: str, y: str) -> bool:
         """Whether two words are one word in the vocabularies of two regions (光碟 / 光盘)."""
