@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import gc
 import unicodedata
+from collections.abc import Iterable
 from functools import cache, lru_cache
 
 from . import resources, tagger
@@ -156,8 +157,9 @@ class Lexicon:
                 end += 1
         return False
 
-    def tagged(self, words: list[str], tags: frozenset[str]) -> bool:
-        return any(self.tags.get(w) in tags for w in words)
+    def tagged(self, words: Iterable[str], tags: frozenset[str]) -> bool:
+        """Whether one of `words` (or characters) has one of `tags` in the dictionary."""
+        return not tags.isdisjoint(map(self.tags.get, words))
 
     # -- evidence of a typo ------------------------------------------------------------------
 

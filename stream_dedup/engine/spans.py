@@ -182,7 +182,7 @@ def _turned(words_a: list[str], words_b: list[str], pairs: list[tuple[str, str]]
 def _sentiment_on_both(words_a: list[str], words_b: list[str], lex: Lexicon) -> bool:
     """Whether words of some sentiment cover the span on both sides: without, no pair of
     `_word_pairs` (words of `words_at`, all of them) has two words of opposite sentiment."""
-    return any(lex.polarity(w) for w in words_a) and any(lex.polarity(w) for w in words_b)
+    return any(map(lex.polarity, words_a)) and any(map(lex.polarity, words_b))
 
 
 def replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Lexicon) -> str:
