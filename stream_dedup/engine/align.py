@@ -6,7 +6,9 @@ The matcher is the standard library's algorithm as it stands: the longest matchi
 range (the earliest in a, then in b, of equally long ones), the ranges on either side of it
 matched the same way, adjacent blocks joined. On code points in arrays it costs a fraction of a
 compiled `SequenceMatcher`, whose dictionaries and tuples dominate on texts this short; the
-meaning check aligns every candidate pair.
+meaning check aligns every candidate pair. Short ranges are compared cell by cell; long ones
+(texts of thousands of characters) only where a character of one text occurs in the other, as
+difflib does, so the cost does not grow with the product of their lengths.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import numpy as np
 
 _TAGS = ("equal", "replace", "delete", "insert")
 _EQUAL, _REPLACE, _DELETE, _INSERT = range(4)
+_DENSE_CELLS = 10_000  # pairs of ranges up to this (100 by 100 characters) matched cell by cell
 
 
 def opcodes(a: str, b: str) -> list[tuple[str, int, int, int, int]]:
@@ -65,26 +68,49 @@ def _opcodes(codes: np.ndarray, n: int) -> np.ndarray:
     queue = np.empty((most, 4), np.int64)  # ranges (alo, ahi, blo, bhi) to match
     queue[0] = (p, n - q, p, m - q)
     waiting = 1
-    run = np.zeros(m + 1, np.int64)  # run[j + 1]: length of the match ending at a[i - 1], b[j]
+    # A long range is matched by difflib's b2j: b's positions by character (j ascending among
+    # equal ones), and where each character of a finds its own among them; a short one cell by
+    # cell, cheaper than building these.
+    dense = (n - p - q) * (m - p - q) <= _DENSE_CELLS
+    if dense:
+        pos = first = last = np.empty(0, np.int64)
+    else:
+        pos = np.argsort(b[p : m - q], kind="mergesort") + p
+        first = np.searchsorted(b[pos], a[p : n - q])
+        last = np.searchsorted(b[pos], a[p : n - q], side="right")
+    # run[j + 1]: the length of the match ending at a[i - 1], b[j] (difflib's j2len), 0 where
+    # none ends; `new` the row being made. Only the places `ends` lists are set, cleared again
+    # once the row is read.
+    run = np.zeros(m + 1, np.int64)
     new = np.zeros(m + 1, np.int64)
+    ends = np.empty(m + 1, np.int64)
+    new_ends = np.empty(m + 1, np.int64)
     while waiting:
         waiting -= 1
         alo, ahi, blo, bhi = queue[waiting]
         # difflib's `find_longest_match`: the first longest block found scanning a, then b, in
         # order; without junk it cannot grow at either end, so the extension steps leave it
         best_i, best_j, best = alo, blo, 0
-        run[blo : bhi + 1] = 0
-        new[blo : bhi + 1] = 0
+        count = 0
         for i in range(alo, ahi):
-            for j in range(blo, bhi):
-                if a[i] == b[j]:
-                    k = run[j] + 1
-                    new[j + 1] = k
-                    if k > best:
-                        best_i, best_j, best = i - k + 1, j - k + 1, k
-                else:
-                    new[j + 1] = 0
-            run, new = new, run
+            new_count = 0
+            for at in range(blo, bhi) if dense else range(first[i - p], last[i - p]):
+                j = at if dense else pos[at]
+                if j < blo or a[i] != b[j]:
+                    continue
+                if j >= bhi:
+                    break
+                k = run[j] + 1
+                new[j + 1] = k
+                new_ends[new_count] = j + 1
+                new_count += 1
+                if k > best:
+                    best_i, best_j, best = i - k + 1, j - k + 1, k
+            for c in range(count):
+                run[ends[c]] = 0
+            run, new, ends, new_ends, count = new, run, new_ends, ends, new_count
+        for c in range(count):
+            run[ends[c]] = 0
         if best:
             found[blocks] = (best_i, best_j, best)
             blocks += 1
