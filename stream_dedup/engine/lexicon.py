@@ -79,10 +79,10 @@ class Lexicon:
         found = [text[start:end]]
         freq = self.freq
         stop = min(len(text), end + 3) + 1
-        # From `start` itself only what is longer than the span: were the span no word's
-        # prefix, nothing longer from there would be a word either.
+        # From `start` itself, a span of text is not looked up: it is not one of the words
+        # found, and were it no word's prefix, nothing longer from there would be a word either.
         for s in range(max(0, start - 3), start + 1):
-            for e in range(end + (s == start), stop):
+            for e in range(end + (s == start and end > start), stop):
                 word = text[s:e]
                 count = freq.get(word)
                 if count is None:  # jieba keeps every prefix of a word: no longer word from s
