@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import gc
 import unicodedata
+from collections.abc import Iterable
 from functools import cache, lru_cache
 
 from . import resources, tagger
@@ -77,13 +78,17 @@ class Lexicon:
         it on either side), and the span itself."""
         found = [text[start:end]]
         freq = self.freq
+        stop = min(len(text), end + 3) + 1
+        # From `start` itself, a span of text is not looked up: it is not one of the words
+        # found, and were it no word's prefix, nothing longer from there would be a word either.
         for s in range(max(0, start - 3), start + 1):
-            for e in range(end, min(len(text), end + 3) + 1):
-                count = freq.get(text[s:e])
+            for e in range(end + (s == start and end > start), stop):
+                word = text[s:e]
+                count = freq.get(word)
                 if count is None:  # jieba keeps every prefix of a word: no longer word from s
                     break
-                if count > 0 and e - s > end - start:
-                    found.append(text[s:e])
+                if count:
+                    found.append(word)
         return found
 
     def word_at(self, text: str, start: int, end: int) -> str:
@@ -109,10 +114,18 @@ class Lexicon:
             at += len(word)
         return found
 
-    @lru_cache(maxsize=1 << 12)  # noqa: B019 - one lexicon per process, never released
     def tagged_words(self, text: str) -> tuple[tuple[str, str], ...]:
         """(word, tag) of jieba's tagger (HMM on, for names outside the dictionary) over a short
         text."""
+        if len(text) == 1:
+            # One character, half the parts asked about: the tagger gives it its dictionary tag,
+            # x without one (punctuation and spaces have none). Answered here, without the cost
+            # of a call of the tagger.
+            return ((text, self.tags.get(text, "x")),)
+        return self._tagged_words(text)
+
+    @lru_cache(maxsize=1 << 12)  # noqa: B019 - one lexicon per process, never released
+    def _tagged_words(self, text: str) -> tuple[tuple[str, str], ...]:
         return tuple((t.word, t.flag) for t in self._posseg(text))
 
     def segment(self, text: str) -> tuple[str, ...]:
@@ -144,8 +157,9 @@ class Lexicon:
                 end += 1
         return False
 
-    def tagged(self, words: list[str], tags: frozenset[str]) -> bool:
-        return any(self.tags.get(w) in tags for w in words)
+    def tagged(self, words: Iterable[str], tags: frozenset[str]) -> bool:
+        """Whether one of `words` (or characters) has one of `tags` in the dictionary."""
+        return not tags.isdisjoint(map(self.tags.get, words))
 
     # -- evidence of a typo ------------------------------------------------------------------
 
@@ -163,7 +177,8 @@ class Lexicon:
         """Equally long, and each character of `x` shares a reading with the one of `y` in its
         place: an input-method typo (pinyin typed, the wrong character of that sound taken)."""
         return len(x) == len(y) and all(
-            c == d or self.readings(c) & self.readings(d) for c, d in zip(x, y, strict=True))
+            c == d or not self.readings(c).isdisjoint(self.readings(d))
+            for c, d in zip(x, y, strict=True))
 
     def similar_shape(self, x: str, y: str) -> bool:
         """Equally long, and each differing pair of characters of one shape group."""
@@ -173,7 +188,8 @@ class Lexicon:
     def variant(self, x: str, y: str) -> bool:
         """Equally long, and each differing pair of characters folds to one simplified form."""
         return len(x) == len(y) and all(
-            c == d or self._forms(c) & self._forms(d) for c, d in zip(x, y, strict=True))
+            c == d or not self._forms(c).isdisjoint(self._forms(d))
+            for c, d in zip(x, y, strict=True))
 
     def regional(self, x: str, y: str) -> bool:
         """Whether two words are one word in the vocabularies of two regions (光碟 / 光盘)."""
@@ -181,9 +197,10 @@ class Lexicon:
 
     @cache  # noqa: B019 - one lexicon per process, never released
     def _forms(self, ch: str) -> frozenset[str]:
-        forms = {convert.convert(ch) for convert in self._converters}
-        forms |= {convert.convert(self._japanese.convert(ch)) for convert in self._converters}
-        return frozenset(forms)
+        # the Japanese form folded as well, when it is another character (the conversions
+        # leave most characters as they are)
+        return frozenset(convert.convert(form) for form in {ch, self._japanese.convert(ch)}
+                         for convert in self._converters)
 
     # -- meaning -----------------------------------------------------------------------------
 

@@ -35,8 +35,8 @@ own, so such a passage is content the earlier text does not carry.
 Words are found with jieba's dictionary (the longest dictionary word covering a position), not
 by running the segmenter: this runs only on candidate pairs, and must stay cheap.
 
-This module aligns the texts and puts the classes together; the rules for one span are in
-`spans` (who a span names: `persons`), those for text moved in `moves`.
+This module aligns the texts (`align`) and puts the classes together; the rules for one span are
+in `spans` (who a span names: `persons`), those for text moved in `moves`.
 """
 
 from __future__ import annotations
@@ -44,10 +44,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-# difflib's SequenceMatcher compiled (same algorithm, same opcodes), 2-4x faster on our pairs.
-from cydifflib import SequenceMatcher
-
-from . import numerals, tagger
+from . import align, numerals, tagger
+from .align import opcodes
 from .lexicon import ENTITY_TAGS, Lexicon, lexicon
 from .moves import moved_spans, reordered
 from .normalize import Clauses
@@ -88,43 +86,11 @@ class Span:
         return self.kind in MEANING_CLASSES
 
 
-def _common_prefix(a: str, b: str) -> int:
-    """Length of the common prefix, by bisection on slice comparisons (C speed)."""
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def opcodes(a: str, b: str) -> list[tuple[str, int, int, int, int]]:
-    """difflib's opcodes for a -> b, with the common prefix and suffix aligned first so the
-    quadratic matcher only sees the part that differs."""
-    p = _common_prefix(a, b)
-    q = _common_prefix(a[p:][::-1], b[p:][::-1])
-    x, y = a[p : len(a) - q], b[p : len(b) - q]
-    if (x or y) and (not x or not y or set(x).isdisjoint(y)):
-        # Nothing in common: the matcher finds no block and answers one span, as here.
-        tag = "replace" if x and y else "insert" if y else "delete"
-        ops = [(tag, p, len(a) - q, p, len(b) - q)]
-    else:
-        inner = SequenceMatcher(None, x, y, autojunk=False)
-        ops = [(tag, i1 + p, i2 + p, j1 + p, j2 + p)
-               for tag, i1, i2, j1, j2 in inner.get_opcodes()]
-    if p:
-        ops.insert(0, ("equal", 0, p, 0, p))
-    if q:
-        ops.append(("equal", len(a) - q, len(a), len(b) - q, len(b)))
-    return ops
-
-
 def warm_up() -> None:
     """Load the language resources now (about a second) rather than inside the first batch."""
     lexicon()
     tagger.warm_up()
+    align.warm_up()
     numerals.warm_up()
 
 
@@ -171,9 +137,9 @@ def _changed_in_material(a: str, b: str, spans: list[Span], lex: Lexicon) -> lis
     words taken out and those put in both exist and differ, the benign spans that carry them
     are number (date), entity or date changes. Material only added or only dropped, or moved
     unchanged, stays benign."""
-    benign = [s for s in spans if not s.changes_meaning]
-    taken = "|".join(a[s.i1 : s.i2] for s in benign)
-    put = "|".join(b[s.j1 : s.j2] for s in benign)
+    benign = [s for s in spans if s.kind not in MEANING_CLASSES]
+    taken = "|".join([a[s.i1 : s.i2] for s in benign])
+    put = "|".join([b[s.j1 : s.j2] for s in benign])
     if not taken.strip("|") or not put.strip("|"):
         return spans
     kinds: dict[int, str] = {}
@@ -182,9 +148,9 @@ def _changed_in_material(a: str, b: str, spans: list[Span], lex: Lexicon) -> lis
             if has_digit(a[s.i1 : s.i2] + b[s.j1 : s.j2]):
                 kinds[id(s)] = number_kind(a, b, (s.op, s.i1, s.i2, s.j1, s.j2), lex)
     # Lead-ins and wrappers name their sources; one-character changes are the spans' own business.
-    inside = [s for s in benign if not _at_edge(a, b, s) and max(s.i2 - s.i1, s.j2 - s.j1) > 1]
-    taken_inside = "|".join(a[s.i1 : s.i2] for s in inside)
-    put_inside = "|".join(b[s.j1 : s.j2] for s in inside)
+    inside = [s for s in benign if (s.i2 - s.i1 > 1 or s.j2 - s.j1 > 1) and not _at_edge(a, b, s)]
+    taken_inside = "|".join([a[s.i1 : s.i2] for s in inside])
+    put_inside = "|".join([b[s.j1 : s.j2] for s in inside])
     # Cut only when both sides hold a name or time word at all (cutting costs far more than
     # looking): else neither class has words on both sides to differ.
     if lex.holds_tagged(taken_inside, _NAMED) and lex.holds_tagged(put_inside, _NAMED):

@@ -24,6 +24,8 @@ def moved_spans(a: str, b: str, spans: list[tuple[str, int, int, int, int]],
     for x, (_, xi1, xi2, xj1, xj2) in enumerate(spans):
         for y in range(x + 1, len(spans)):
             _, yi1, yi2, yj1, yj2 = spans[y]
+            if xi2 - xi1 != yj2 - yj1 or xj2 - xj1 != yi2 - yi1:
+                continue  # what one takes out is not as long as what the other puts in
             out_x, in_x, out_y, in_y = a[xi1:xi2], b[xj1:xj2], a[yi1:yi2], b[yj1:yj2]
             if (out_x or in_x) and out_x == in_y and in_x == out_y:
                 moved = [t for t in (out_x, in_x) if t]

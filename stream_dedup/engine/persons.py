@@ -40,7 +40,7 @@ def addressed(text: str, start: int, end: int, lex: Lexicon) -> bool:
 
 def maybe_person(part: str, lex: Lexicon) -> bool:
     """A cheap test before the tagger: a pronoun, or a character the dictionary tags as a name."""
-    return part in PRONOUNS or any(lex.tags.get(c) in PERSON_TAGS for c in part)
+    return part in PRONOUNS or lex.tagged(part, PERSON_TAGS)
 
 
 def person_at(text: str, start: int, end: int, lex: Lexicon) -> bool:

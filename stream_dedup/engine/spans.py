@@ -56,15 +56,17 @@ _EXT_A_FROM, _EXT_A_TO = "\u3400", "\u4dbf"
 
 
 def has_digit(text: str) -> bool:
-    return any(c.isdigit() for c in text)
+    # No letter (a Chinese character is one) is a digit: a part of letters only, most of them,
+    # is answered by one call.
+    return not text.isalpha() and any(c.isdigit() for c in text)
 
 
 def _has_numeral(text: str) -> bool:
-    return any(c in _NUMERALS for c in text)
+    return not _NUMERALS.isdisjoint(text)
 
 
 def _numerals_only(*parts: str) -> bool:
-    return all(part and all(c in _NUMERALS for c in part) for part in parts)
+    return all(part and _NUMERALS.issuperset(part) for part in parts)
 
 
 def number_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Lexicon) -> str:
@@ -167,13 +169,20 @@ def _evidence_of_typo(part_a: str, part_b: str, lex: Lexicon) -> bool:
             or lex.variant(part_a, part_b))
 
 
-def _turned(words_a: list[str], words_b: list[str], pairs: list[tuple[str, str]],
+def _turned(words_a: list[str], words_b: list[str], pairs: list[tuple[str, str]] | None,
             lex: Lexicon) -> bool:
     """A word replaced by its antonym (the antonym list, any words covering the span), or a word
-    replaced by a word of the opposite sentiment (`_word_pairs`: 实惠 / 离谱)."""
+    replaced by a word of the opposite sentiment (`_word_pairs`: 实惠 / 离谱). `pairs` None:
+    not looked for, as no sentiment word covers the span on both sides (`_sentiment_on_both`)."""
     if any((x, y) in lex.antonyms for x in words_a for y in words_b):
         return True
-    return any(lex.polarity(x) * lex.polarity(y) < 0 for x, y in pairs)
+    return any(lex.polarity(x) * lex.polarity(y) < 0 for x, y in pairs or ())
+
+
+def _sentiment_on_both(words_a: list[str], words_b: list[str], lex: Lexicon) -> bool:
+    """Whether words of some sentiment cover the span on both sides: without, no pair of
+    `_word_pairs` (words of `words_at`, all of them) has two words of opposite sentiment."""
+    return any(map(lex.polarity, words_a)) and any(map(lex.polarity, words_b))
 
 
 def replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Lexicon) -> str:
@@ -198,7 +207,9 @@ def replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Lex
         return "unit"  # another unit or magnitude (克 / 公斤, 天 / 个月)
     words_a, words_b = lex.words_at(a, i1, i2), lex.words_at(b, j1, j2)
     word_a, word_b = longest(words_a), longest(words_b)
-    pairs = _word_pairs(a, b, span, lex)
+    # The word pairs (the costliest step here) before the typo rules only when a sentiment
+    # word covers the span on both sides; else when the rules below need them.
+    pairs = _word_pairs(a, b, span, lex) if _sentiment_on_both(words_a, words_b, lex) else None
     if _turned(words_a, words_b, pairs, lex):
         return "antonym"  # before pronunciation: 买/卖 sound alike
     if _evidence_of_typo(part_a, part_b, lex):
@@ -228,6 +239,8 @@ def replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Lex
         return "entity"  # a name replaced by another name, or whole by another word or name
     if min(len(part_a), len(part_b)) >= 2 and lex.names_at(a, i1, i2) and lex.names_at(b, j1, j2):
         return "entity"  # names the dictionary lacks, recognised by jieba's tagger
+    if pairs is None:
+        pairs = _word_pairs(a, b, span, lex)
     if pairs:
         synonyms = any(lex.synonyms(x, y) or lex.regional(x, y) for x, y in pairs)
         return "synonym" if synonyms else "word"
@@ -254,7 +267,8 @@ def _word_pairs(a: str, b: str, span: tuple[str, int, int, int, int],
     becoming 照而 where 而是 is a word) is a broken word, not a new one. Single characters count
     when both are nouns or both adjectives of the dictionary (猫 / 狗, 好 / 差); other
     one-character words, and the rare entries of the dictionary (比出, 十景: mostly segmentation
-    by-products), are too often a slip's chance result."""
+    by-products), are too often a slip's chance result. Each word of a pair is one of the
+    `Lexicon.words_at` of the span in its text."""
     _, i1, i2, j1, j2 = span
     found = []
     freq = lex.freq
@@ -367,7 +381,7 @@ def added_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Lexico
     if len(part) >= _MATERIAL_MIN:
         return "material"
     beside = text[start - 1 : start] + text[end : end + 1]
-    if any(c.isdigit() for c in part) or (_has_numeral(part) and _has_numeral(beside)):
+    if has_digit(part) or (_has_numeral(part) and _has_numeral(beside)):
         same = _same_value(a, b, span)
         return "form" if same else number_kind(a, b, span, lex)
     if (part in _LONE_NEGATORS and _negates_next(text, end, lex)) or _is_negation(

@@ -87,6 +87,31 @@ def test_words_at_are_the_span_then_the_covering_words_from_the_left(lex: Lexico
     assert lex.words_at("兲兲兲", 1, 2) == ["兲"]  # no word: the span itself
 
 
+def test_words_at_are_the_plain_scans(lex: Lexicon) -> None:
+    """Spans of texts made of dictionary words, empty ones among them, against the plain scan:
+    from each start up to three characters before the span, each end up to three after it, the
+    longer dictionary words (count above 0), until a part that is no word's prefix."""
+    import random
+
+    def reference(text: str, start: int, end: int) -> list[str]:
+        found = [text[start:end]]
+        for s in range(max(0, start - 3), start + 1):
+            for e in range(end, min(len(text), end + 3) + 1):
+                if text[s:e] not in lex.freq:
+                    break
+                if e - s > end - start and lex.is_word(text[s:e]):
+                    found.append(text[s:e])
+        return found
+
+    rng = random.Random(7)
+    words = [w for w in list(lex.freq)[::500] if lex.is_word(w)]
+    for _ in range(300):
+        text = "".join(rng.choice(words) for _ in range(rng.randint(1, 6)))
+        for start in range(len(text) + 1):
+            for end in range(start, min(len(text), start + 4) + 1):
+                assert lex.words_at(text, start, end) == reference(text, start, end)
+
+
 def test_holds_tagged_whenever_a_segment_has_such_a_word(lex: Lexicon) -> None:
     """A text none of whose parts is a word of the tags cuts into no such word."""
     from stream_dedup.engine.lexicon import ENTITY_TAGS
@@ -130,3 +155,13 @@ def test_the_tags_are_the_taggers_own(lex: Lexicon) -> None:
     assert lex.tags == jieba.posseg.POSTokenizer(jieba.dt).word_tag_tab  # read from the file
     assert [(t.word, t.flag) for t in jieba.posseg.cut("李明去了上海")][-1] == ("上海", "ns")
 
+
+
+def test_one_character_is_tagged_as_jiebas_tagger_tags_it(lex: Lexicon) -> None:
+    """Every character of the basic plane but surrogates (Chinese ones, letters, digits,
+    punctuation, spaces, characters the dictionary lacks) and a few beyond it."""
+    import jieba.posseg
+
+    characters = [chr(c) for c in range(0x10000) if not 0xD800 <= c < 0xE000]
+    for ch in [*characters, "𠀀", "😀", "\ud800"]:
+        assert lex.tagged_words(ch) == tuple((t.word, t.flag) for t in jieba.posseg.lcut(ch)), ch

@@ -23,3 +23,14 @@ def test_install_keeps_the_tags_and_is_done_once(monkeypatch: pytest.MonkeyPatch
     tagger.install()
     assert posseg.viterbi is installed
     assert [[(p.word, p.flag) for p in posseg.lcut(t)] for t in TEXTS] == before
+
+
+def test_each_characters_emissions_are_the_models() -> None:
+    """Every character the model emits (traditional ones among them, which it lists no states
+    for) and some it does not: the decoder's row holds each state's log-probability of it."""
+    decoder = tagger.Decoder(posseg.char_state_tab_P, posseg.start_P, posseg.trans_P,
+                             posseg.emit_P)
+    emitted = {ch for table in posseg.emit_P.values() for ch in table}
+    for ch in [*sorted(emitted), "x", "😀", "\ud800"]:
+        row = [posseg.emit_P[state].get(ch, tagger._MIN_FLOAT) for state in decoder.states]
+        assert decoder._emissions(ch).tolist() == row, ch
