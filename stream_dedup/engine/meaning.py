@@ -35,8 +35,8 @@ own, so such a passage is content the earlier text does not carry.
 Words are found with jieba's dictionary (the longest dictionary word covering a position), not
 by running the segmenter: this runs only on candidate pairs, and must stay cheap.
 
-This module aligns the texts (`align`) and puts the classes together; the rules for one span are
-in `spans` (who a span names: `persons`), those for text moved in `moves`.
+This module aligns the texts and puts the classes together; the rules for one span are in
+`spans` (who a span names: `persons`), those for text moved in `moves`.
 """
 
 from __future__ import annotations
@@ -44,8 +44,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from . import align, numerals, tagger
-from .align import opcodes
+# difflib's SequenceMatcher compiled (same algorithm, same opcodes), 2-4x faster on our pairs.
+from cydifflib import SequenceMatcher
+
+from . import numerals, tagger
 from .lexicon import ENTITY_TAGS, Lexicon, lexicon
 from .moves import moved_spans, reordered
 from .normalize import Clauses
@@ -86,11 +88,43 @@ class Span:
         return self.kind in MEANING_CLASSES
 
 
+def _common_prefix(a: str, b: str) -> int:
+    """Length of the common prefix, by bisection on slice comparisons (C speed)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def opcodes(a: str, b: str) -> list[tuple[str, int, int, int, int]]:
+    """difflib's opcodes for a -> b, with the common prefix and suffix aligned first so the
+    quadratic matcher only sees the part that differs."""
+    p = _common_prefix(a, b)
+    q = _common_prefix(a[p:][::-1], b[p:][::-1])
+    x, y = a[p : len(a) - q], b[p : len(b) - q]
+    if (x or y) and (not x or not y or set(x).isdisjoint(y)):
+        # Nothing in common: the matcher finds no block and answers one span, as here.
+        tag = "replace" if x and y else "insert" if y else "delete"
+        ops = [(tag, p, len(a) - q, p, len(b) - q)]
+    else:
+        inner = SequenceMatcher(None, x, y, autojunk=False)
+        ops = [(tag, i1 + p, i2 + p, j1 + p, j2 + p)
+               for tag, i1, i2, j1, j2 in inner.get_opcodes()]
+    if p:
+        ops.insert(0, ("equal", 0, p, 0, p))
+    if q:
+        ops.append(("equal", len(a) - q, len(a), len(b) - q, len(b)))
+    return ops
+
+
 def warm_up() -> None:
     """Load the language resources now (about a second) rather than inside the first batch."""
     lexicon()
     tagger.warm_up()
-    align.warm_up()
     numerals.warm_up()
 
 

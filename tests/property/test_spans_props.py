@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stream_dedup.engine.align import opcodes
 from stream_dedup.engine.lexicon import lexicon
+from stream_dedup.engine.meaning import opcodes
 from stream_dedup.engine.spans import _word_pairs
 
 pytestmark = pytest.mark.property

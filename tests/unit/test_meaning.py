@@ -62,6 +62,49 @@ def test_classes_can_be_switched_off() -> None:
     assert off.duplicate
 
 
+def test_opcodes_are_difflibs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled SequenceMatcher aligns exactly as the standard library's."""
+    import difflib
+    import random
+
+    from stream_dedup.engine.batch import meaning
+
+    rng = random.Random(4)
+    pairs = []
+    for _ in range(300):
+        alphabet = rng.choice(["ab", "的一是不了", "abcdef0123"])
+        a = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80)))
+        b = list(a)
+        for _ in range(rng.randint(0, 8)):
+            at = rng.randint(0, len(b))
+            b[at : at + rng.randint(0, 3)] = rng.choice(alphabet) * rng.randint(0, 3)
+        pairs.append((a, "".join(b)))
+    got = [meaning.opcodes(a, b) for a, b in pairs]
+    monkeypatch.setattr(meaning, "SequenceMatcher", difflib.SequenceMatcher)
+    assert got == [meaning.opcodes(a, b) for a, b in pairs]
+
+
+def test_opcodes_where_the_differing_parts_share_nothing_are_the_matchers() -> None:
+    """One span, as the matcher answers when it finds no common character to align on."""
+    import difflib
+
+    from stream_dedup.engine.batch import meaning
+
+    def matcher(a: str, b: str) -> list[tuple[str, int, int, int, int]]:
+        p = meaning._common_prefix(a, b)
+        q = meaning._common_prefix(a[p:][::-1], b[p:][::-1])
+        inner = difflib.SequenceMatcher(None, a[p : len(a) - q], b[p : len(b) - q],
+                                        autojunk=False)
+        ops = [(t, i1 + p, i2 + p, j1 + p, j2 + p) for t, i1, i2, j1, j2 in inner.get_opcodes()]
+        return ([("equal", 0, p, 0, p)] if p else []) + ops + (
+            [("equal", len(a) - q, len(a), len(b) - q, len(b))] if q else [])
+
+    pairs = [("好的亲", "好的呢亲"), ("好的呢亲", "好的亲"), ("今天很好", "明天很好"),
+             ("价格100元", "价格两百块"), ("abc", "xyz"), ("", "新"), ("旧", ""), ("同", "同")]
+    for a, b in pairs:
+        assert meaning.opcodes(a, b) == matcher(a, b)
+
+
 @pytest.mark.parametrize(
     ("first", "second"),
     [

@@ -3,9 +3,8 @@ later text's clauses end tells a clause from words."""
 
 import pytest
 
-from stream_dedup.engine.align import opcodes
 from stream_dedup.engine.lexicon import lexicon
-from stream_dedup.engine.meaning import classify
+from stream_dedup.engine.meaning import classify, opcodes
 from stream_dedup.engine.moves import moved_spans, reordered
 from stream_dedup.engine.normalize import Normalizer
 

@@ -2,9 +2,8 @@
 
 import pytest
 
-from stream_dedup.engine.align import opcodes
 from stream_dedup.engine.lexicon import lexicon
-from stream_dedup.engine.meaning import classify
+from stream_dedup.engine.meaning import classify, opcodes
 from stream_dedup.engine.normalize import Normalizer
 from stream_dedup.engine.spans import has_digit, number_kind, own_characters
 
