@@ -4,7 +4,7 @@ broken word, a character reference, a lead-in, a dropped or moved sentence."""
 import pytest
 
 from stream_dedup.config import VerifySettings
-from stream_dedup.engine.meaning import classify
+from stream_dedup.engine.meaning import _CHAT_DECORATION, classify
 from stream_dedup.engine.normalize import Normalizer
 from stream_dedup.engine.verify import verify
 
@@ -148,3 +148,7 @@ def test_an_edge_is_parted_from_a_slip_beside_it(first: str, second: str,
                                                   expected: list[tuple[str, str, str]]) -> None:
     a, b = NORM.normalize(first), NORM.normalize(second)
     assert [(s.op, a[s.i1:s.i2], b[s.j1:s.j2]) for s in classify(a, b)] == expected
+
+
+def test_every_chat_decoration_is_listed_as_normalization_leaves_it() -> None:
+    assert {NORM.normalize(w) for w in _CHAT_DECORATION} <= _CHAT_DECORATION
