@@ -38,6 +38,7 @@ from ..state import open_store
 from ..state.store import KVStore, WriteSet
 from . import bloom, jit, meaning, mood, scope, verify
 from . import fingerprint as fpr
+from .commonness import InOrder
 from .exact import ExactStage, content_hash, exact_key, exact_value
 from .expiry import expire
 from .features import features
@@ -313,12 +314,12 @@ class Engine(Snapshots):
         t2 = clock()
         seconds["index"] += t2 - t1
         self._decide(near, per_message(found.by_message, owner, seqs, s.index.max_candidates),
-                     in_batch)
+                     in_batch, salts)
         seconds["verify"] += clock() - t2
         return probe
 
     def _decide(self, near: list[_Pending], candidates: list[list[tuple[int, int, int]]],
-                in_batch: dict[int, _Pending]) -> None:
+                in_batch: dict[int, _Pending], salts: np.ndarray) -> None:
         recent = self._recent
         live_from = self._max_ts - self._window_ms
         # seq -> (text, id, fingerprint) of every candidate, and of the batch's messages
@@ -343,31 +344,42 @@ class Engine(Snapshots):
                  for cands in candidates]
         measured = iter(self._measure(near, found, entries))
         vs = self.settings.verify
-        sketch = self.commonness
-        if sketch is not None:  # every text of the batch hashed at once: messages and sources
-            seqs = [p.seq for p in near]
-            seqs += [q for q in {q for cands in found for q, _ in cands} if q not in in_batch]
-            grams = dict(zip(seqs, sketch.hashes([entries[q][0] for q in seqs]), strict=True))
-        for p, cands in zip(near, found, strict=True):
+        counts, text_of = self._in_order(near, found, entries, salts)
+        for i, (p, cands) in enumerate(zip(near, found, strict=True)):
             if self.on_candidates is not None:
                 self.on_candidates(p.msg.id, [entries[seq][1] for seq, _ in cands])
-            source = None
-            if sketch is not None:  # counted per scope: a key's boilerplate is its own
-                salt = scope.salt(p.msg.scope)
-                mine = scope.salted(grams[p.seq], salt)
             if not cands:
                 p.verdict = unique(p.msg.id, None, False)
-            else:
-                common = sketch.mask(mine, len(p.text)) if sketch is not None else None
-                ranked = []
-                for seq, dist in cands:
-                    text, ident, fp = entries[seq]
-                    ranked.append(Candidate(ident, text, fp, dist, next(measured)))
-                p.verdict = closest_verdict(p.msg.id, p.text, p.fp, ranked, vs, common,
-                                            p.clauses, mood.asks(p.msg.text))
+                continue
+            ranked = []
+            for seq, dist in cands:
+                text, ident, fp = entries[seq]
+                ranked.append(Candidate(ident, text, fp, dist, next(measured)))
+            p.verdict = closest_verdict(p.msg.id, p.text, p.fp, ranked, vs,
+                                        counts.mask(i) if counts is not None else None,
+                                        p.clauses, mood.asks(p.msg.text))
+            if counts is not None:  # a copy is counted for what it adds to its source
                 source = source_seq(p.verdict, ranked, [seq for seq, _ in cands])
-            if sketch is not None:  # in order: the next message sees it
-                sketch.learn(mine, None if source is None else scope.salted(grams[source], salt))
+                if source is not None:
+                    counts.source(i, text_of[source])
+        if counts is not None:
+            counts.finish()
+
+    def _in_order(self, near: list[_Pending], found: list[list[tuple[int, int]]],
+                  entries: dict[int, tuple[str, str, int]], salts: np.ndarray
+                  ) -> tuple[InOrder | None, dict[int, int]]:
+        """The batch's pass over the boilerplate sketch (None: the rule that reads it is off),
+        and the index of each candidate's text in it. Every text is hashed at once: the
+        messages, then their candidates; counted per scope: a key's boilerplate is its own."""
+        if self.commonness is None:
+            return None, {}
+        text_of = {p.seq: i for i, p in enumerate(near)}
+        for cands in found:
+            for seq, _ in cands:
+                text_of.setdefault(seq, len(text_of))
+        texts = [p.text for p in near]
+        texts += [entries[seq][0] for seq in list(text_of)[len(near):]]
+        return self.commonness.in_order(texts, salts), text_of
 
     def _measure(self, near: list[_Pending], found: list[list[tuple[int, int]]],
                  entries: dict[int, tuple[str, str, int]]) -> list[verify.Measured]:
