@@ -64,10 +64,10 @@ from .verdict import (
 META_COUNTERS = b"counters"
 STAGES = ("normalize", "exact", "fingerprint", "index", "verify", "write")
 # Tables the engine (and its expiry) reads by key only, never by range, whose keys differ in
-# their first 8 bytes (hashes): its store may keep them in hash memtables (`state.open_store`).
-# Not `blocks`: a bucket key is a table number and a 16-bit block in 8 bytes, so its first bytes
-# hardly vary (measured: no faster hashed).
-LOOKUPS_ONLY = ("anchors", "exact")
+# their first 9 bytes (hashes, bucket keys): its store may keep them in hash memtables
+# (`state.open_store`). A bucket key's first 8 bytes hardly vary (a table number and a 16-bit
+# block in 8 bytes): it is hashed whole.
+LOOKUPS_ONLY = ("anchors", "blocks", "exact")
 
 
 def open_engine(settings: Settings, path: str, warm: bool = True) -> Engine:
