@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -108,8 +109,15 @@ class InOrder:
         self._sources = np.full(len(salts), -1, np.int64)
         self._counted_to = 0  # messages before it are counted
 
-    def mask(self, message: int) -> np.ndarray:
-        """`Commonness.mask` of a message, every earlier one counted."""
+    def mask(self, message: int) -> Sequence[bool]:
+        """`Commonness.mask` of a message, every earlier one counted, made when it is first
+        read: the meaning check reads it for a third of the messages with candidates. It must
+        be read, if at all, before the mask of a later message is."""
+        return _Mask(self, message)
+
+    def _made(self, message: int) -> np.ndarray:
+        if self._counted_to > message:
+            raise RuntimeError(f"the mask of message {message} read after a later one's")
         s = self._commonness
         s.counted, common = _count_then_mask(
             s._sketch, self._values, self._starts, self._ends, self._salts, self._sources,
@@ -129,6 +137,28 @@ class InOrder:
                                  self._sources, self._counted_to, len(self._salts), s.counted,
                                  s.generation)
         self._counted_to = len(self._salts)
+
+
+class _Mask(Sequence[bool]):
+    """`InOrder.mask`: made when first read."""
+
+    __slots__ = ("_in_order", "_mask", "_message")
+
+    def __init__(self, in_order: InOrder, message: int) -> None:
+        self._in_order = in_order
+        self._message = message
+        self._mask: np.ndarray | None = None
+
+    def _made(self) -> np.ndarray:
+        if self._mask is None:
+            self._mask = self._in_order._made(self._message)
+        return self._mask
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._made()[index]
+
+    def __len__(self) -> int:
+        return int(self._in_order._lengths[self._message])
 
 
 @compiled
