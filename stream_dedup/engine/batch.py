@@ -322,24 +322,26 @@ class Engine(Snapshots):
                 in_batch: dict[int, _Pending], salts: np.ndarray) -> None:
         recent = self._recent
         live_from = self._max_ts - self._window_ms
-        # seq -> (text, id, fingerprint) of every candidate, and of the batch's messages
-        entries: dict[int, tuple[str, str, int]] = {}
+        # seq -> (text, id, fingerprint, event time) of every candidate, and of the batch's
+        # messages (an entry read from the disk has no event time: 0)
+        entries: dict[int, tuple[str, str, int, int]] = {}
         wanted = []
         for seq in {seq for cands in candidates for seq, _, _ in cands if seq not in in_batch}:
             entry = recent.get(seq)
             if entry is not None and entry[3] >= live_from:
-                entries[seq] = entry[:3]
+                entries[seq] = entry
             else:
                 wanted.append(seq)
         for seq, data in zip(wanted, self.store.get_many("docs", [seq_key(q) for q in wanted]),
                              strict=True):
             if data is not None:  # else expired meanwhile
                 ident, fp, text = Doc.peek(data)
-                entries[seq] = (text, ident, fp)
+                entries[seq] = (text, ident, fp, 0)
         if len(recent) > 200_000:  # what recent batches indexed, so candidates skip the disk
             recent.clear()
-        recent.update((p.seq, (p.text, p.msg.id, p.fp, p.msg.timestamp_ms)) for p in near)
-        entries.update((p.seq, (p.text, p.msg.id, p.fp)) for p in near)
+        mine = [(p.seq, (p.text, p.msg.id, p.fp, p.msg.timestamp_ms)) for p in near]
+        recent.update(mine)
+        entries.update(mine)
         found = [[(seq, dist) for seq, dist, _ in cands if seq in entries]  # else expired meanwhile
                  for cands in candidates]
         measured = iter(self._measure(near, found, entries))
@@ -353,7 +355,7 @@ class Engine(Snapshots):
                 continue
             ranked = []
             for seq, dist in cands:
-                text, ident, fp = entries[seq]
+                text, ident, fp, _ = entries[seq]
                 ranked.append(Candidate(ident, text, fp, dist, next(measured)))
             p.verdict = closest_verdict(p.msg.id, p.text, p.fp, ranked, vs,
                                         counts.mask(i) if counts is not None else None,
@@ -366,7 +368,7 @@ class Engine(Snapshots):
             counts.finish()
 
     def _in_order(self, near: list[_Pending], found: list[list[tuple[int, int]]],
-                  entries: dict[int, tuple[str, str, int]], salts: np.ndarray
+                  entries: dict[int, tuple[str, str, int, int]], salts: np.ndarray
                   ) -> tuple[InOrder | None, dict[int, int]]:
         """The batch's pass over the boilerplate sketch (None: the rule that reads it is off),
         and the index of each candidate's text in it. Every text is hashed at once: the
@@ -382,15 +384,15 @@ class Engine(Snapshots):
         return self.commonness.in_order(texts, salts), text_of
 
     def _measure(self, near: list[_Pending], found: list[list[tuple[int, int]]],
-                 entries: dict[int, tuple[str, str, int]]) -> list[verify.Measured]:
+                 entries: dict[int, tuple[str, str, int, int]]) -> list[verify.Measured]:
         """`verify.similarity` of every (candidate, message) pair of the batch, message by
         message, in one call: each text once, however many messages it is a candidate of."""
         where: dict[int, int] = {}  # seq -> index of its text
         first, second = [], []
         for p, cands in zip(near, found, strict=True):
-            for seq, _ in cands:
-                first.append(where.setdefault(seq, len(where)))
-                second.append(where.setdefault(p.seq, len(where)))
+            if cands:
+                first += [where.setdefault(seq, len(where)) for seq, _ in cands]
+                second += [where.setdefault(p.seq, len(where))] * len(cands)
         return verify.similarities([entries[seq][0] for seq in where], first, second,
                                    self.settings.verify)
 
