@@ -68,6 +68,12 @@ STAGES = ("normalize", "exact", "fingerprint", "index", "verify", "write")
 # (`state.open_store`). A bucket key's first 8 bytes hardly vary (a table number and a 16-bit
 # block in 8 bytes): it is hashed whole.
 LOOKUPS_ONLY = ("anchors", "blocks", "exact")
+# The filter of the anchors posted (`Engine._posted_filter`): sized for this many postings a
+# message at the index's capacity (a message is posted under a few anchors of each family), at
+# most `MOST_POSTED` (20 MB of bits), missing at most one anchor lookup in a hundred.
+POSTED_A_MESSAGE = 8
+MOST_POSTED = 1 << 24
+POSTED_FP_RATE = 0.01
 
 
 def open_engine(settings: Settings, path: str, warm: bool = True) -> Engine:
@@ -140,9 +146,23 @@ class Engine(Snapshots):
         covered = self.exact.restore()
         self.commonness, counted = self._restore_commonness(covered)
         self._rebuild(covered, counted)
+        self._posted = self._posted_filter()
         # What the engine loaded lives as long as it does: out of the collector's sight, so a
         # full collection does not walk it.
         gc.freeze()
+
+    def _posted_filter(self) -> bloom.Bloom | None:
+        """A filter of the anchors this engine posts (`BatchProbe`), when the state holds no
+        anchor postings yet (a new state: a file run's, a first start): every anchor the state
+        will hold is then one in the filter, which spares the lookups of the others. Sized
+        for the index's capacity; once past it, the lookups are made again. A state with a
+        doc is not new (the docs are looked at first: a scan of the hashed anchor table sorts
+        its memtable)."""
+        for table in ("docs", "anchors"):
+            if next(iter(self.store.scan(table, b"", b"\xff" * 9)), None) is not None:
+                return None
+        keys = min(POSTED_A_MESSAGE * index_capacity(self.settings), MOST_POSTED)
+        return bloom.Bloom(keys, POSTED_FP_RATE)
 
     def warm_up(self) -> None:
         """Load what deciding a candidate pair needs (the compiled verification kernels, the
@@ -290,8 +310,10 @@ class Engine(Snapshots):
         fps, owner = f.fps, f.owner
         t1 = clock()
         seconds["fingerprint"] += t1 - t0
+        if self._posted is not None and self._posted.full:
+            self._posted = None
         probe = BatchProbe(self.store, self._layout, s.index.anchor_postings,
-                           s.index.anchors_stored)
+                           s.index.anchors_stored, self._posted)
         seqs = np.fromiter((p.seq for p in near), dtype=np.uint64, count=len(near))
         # A message's anchors go with its first row (every message has one or more rows).
         if len(owner) == len(near):

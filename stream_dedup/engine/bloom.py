@@ -1,4 +1,4 @@
-"""Rolling Bloom filter of the exact stage.
+"""Rolling Bloom filter of the exact stage, and a plain one (`Bloom`) of the anchors posted.
 
 The filter is the fast "definitely new" path: a miss means the exact key was not seen within
 the window; a hit is only "probably seen" and the caller confirms it against the exact record
@@ -99,10 +99,7 @@ class BloomSizing:
             raise ValueError(f"fp_rate must be in (0, 1), got {fp_rate}")
         span_ms = math.ceil(window_s * 1000.0 / (generations - 1))
         n = max(1, math.ceil(expected_rate_per_s * span_ms / 1000.0))
-        p = -math.expm1(math.log1p(-fp_rate) / generations)
-        m = math.ceil(-n * math.log(p) / math.log(2) ** 2)
-        m = -(-m // 64) * 64
-        k = min(MAX_HASHES, max(1, round(m / n * math.log(2))))
+        m, k = _bits_and_hashes(n, -math.expm1(math.log1p(-fp_rate) / generations))
         return cls(
             bits_per_generation=m,
             hashes=k,
@@ -120,6 +117,39 @@ class BloomSizing:
     def generation_fp_rate(self) -> float:
         """The FPR target of one generation holding `keys_per_generation` keys."""
         return -math.expm1(math.log1p(-self.fp_rate) / self.generations)
+
+
+def _bits_and_hashes(keys: int, fp_rate: float) -> tuple[int, int]:
+    """Bits (a multiple of 64) and hashes of a Bloom filter of `keys` keys at `fp_rate`."""
+    m = math.ceil(-keys * math.log(fp_rate) / math.log(2) ** 2)
+    m = -(-m // 64) * 64
+    return m, min(MAX_HASHES, max(1, round(m / keys * math.log(2))))
+
+
+class Bloom:
+    """A Bloom filter of 64-bit hashes that never forgets, for `keys` of them at `fp_rate`;
+    `full` once more were added (a caller then stops asking it: its answers would be "maybe"
+    ever more often)."""
+
+    __slots__ = ("_added", "_bits", "_hashes", "_keys")
+
+    def __init__(self, keys: int, fp_rate: float) -> None:
+        m, self._hashes = _bits_and_hashes(keys, fp_rate)
+        self._bits = np.zeros((1, m // 64), dtype=np.uint64)
+        self._keys = keys
+        self._added = 0
+
+    @property
+    def full(self) -> bool:
+        return self._added > self._keys
+
+    def contains(self, keys: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
+        """Whether each key was probably added (certainly not, where False)."""
+        return _found(self._bits, keys, self._hashes, self._bits.size * 64)
+
+    def add(self, keys: npt.NDArray[np.uint64]) -> None:
+        self._added += len(keys)
+        _set(self._bits, keys, np.zeros(len(keys), np.int64), self._hashes, self._bits.size * 64)
 
 
 def _repeats(keys: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:

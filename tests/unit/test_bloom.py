@@ -1,4 +1,5 @@
-"""Unit tests of the rolling Bloom filter: sizing, measured FPR, rotation, batches, snapshots."""
+"""Unit tests of the rolling Bloom filter: sizing, measured FPR, rotation, batches, snapshots;
+and of the plain one."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from stream_dedup.engine.bloom import BloomSizing, RollingBloom
+from stream_dedup.engine.bloom import Bloom, BloomSizing, RollingBloom
 
 pytestmark = pytest.mark.unit
 
@@ -120,6 +121,19 @@ def test_no_false_negatives_for_added_keys() -> None:
     keys = random_keys(rng, 5000)
     bloom.add(keys, 0)
     assert bloom.contains(keys).all()
+
+
+def test_plain_bloom_has_no_false_negatives_its_fpr_and_is_full_past_its_keys() -> None:
+    rng = np.random.default_rng(10)
+    bloom = Bloom(20_000, 0.01)
+    inserted = random_keys(rng, 20_000)
+    bloom.add(inserted[:10_000])
+    bloom.add(inserted[10_000:])
+    assert bloom.contains(inserted).all() and not bloom.full
+    measured = float(bloom.contains(probe_keys(rng, inserted, 200_000)).mean())
+    assert 0.005 <= measured <= 0.02
+    bloom.add(inserted[:1])
+    assert bloom.full
 
 
 def test_rotation_remembers_inside_the_window_and_forgets_after() -> None:

@@ -21,6 +21,7 @@ from operator import length_hint
 import numpy as np
 
 from ...state.store import KVStore, WriteSet
+from ..bloom import Bloom
 from ..fingerprint import run_starts
 from .chunks import CHUNK, Sealed, read_buckets, seal
 from .layout import Layout
@@ -143,13 +144,20 @@ class AnchorQuery:
 
 
 class BatchProbe:
-    """Probe the block tables and anchor postings for a batch and stage the batch's inserts."""
+    """Probe the block tables and anchor postings for a batch and stage the batch's inserts.
 
-    def __init__(self, store: KVStore, layout: Layout, postings: int, stored: int) -> None:
+    `posted`: a filter of every anchor the store holds postings of (every one posted since the
+    anchor table was empty), which the batch's posted anchors are added to: an anchor it never
+    saw is not looked up (most anchors of a batch have no postings, and a lookup of one costs
+    the store about as much as one that finds it)."""
+
+    def __init__(self, store: KVStore, layout: Layout, postings: int, stored: int,
+                 posted: Bloom | None = None) -> None:
         self._store = store
         self._layout = layout
         self._postings = postings
         self._stored = stored
+        self._posted = posted
         self._puts: list[tuple[str, bytes, bytes]] = []
 
     def run(self, fps: np.ndarray, seqs: np.ndarray, anchors: AnchorQuery,
@@ -265,14 +273,28 @@ class BatchProbe:
         order = _argsort(flat)
         uniq, inverse = _unique_inverse(flat, order)
         names = anchor_keys(uniq)
-        stored, lengths = _packed(self._store.get_many("anchors", names), np.dtype("<u8"))
+        stored, lengths = _packed(self._postings_of(uniq, names), np.dtype("<u8"))
         keys, qualifies, score = anchor_pairs(order, inverse, posted, owner_of, seqs, stored,
                                               lengths, self._postings, family, query.weights,
                                               query.need)
         poster = order[posted[order]]  # by anchor, then position
         self._puts += self._append("anchors", names, stored, lengths, inverse[poster],
                                    seqs[owner_of[poster]], self._postings)[0]
+        if self._posted is not None:
+            self._posted.add(flat[poster])
         return keys, qualifies, score
+
+    def _postings_of(self, anchors: np.ndarray, names: list[bytes]) -> list[bytes | None]:
+        """The stored postings of each anchor (None: none), looked up only where `posted`
+        may hold the anchor."""
+        if self._posted is None:
+            return self._store.get_many("anchors", names)
+        values: list[bytes | None] = [None] * len(names)
+        maybe = self._posted.contains(anchors).nonzero()[0].tolist()
+        for i, value in zip(maybe, self._store.get_many("anchors", [names[i] for i in maybe]),
+                            strict=True):
+            values[i] = value
+        return values
 
     # -- ranking --------------------------------------------------------------------------
 
