@@ -68,9 +68,10 @@ STAGES = ("normalize", "exact", "fingerprint", "index", "verify", "write")
 # (`state.open_store`). A bucket key's first 8 bytes hardly vary (a table number and a 16-bit
 # block in 8 bytes): it is hashed whole.
 LOOKUPS_ONLY = ("anchors", "blocks", "exact")
-# The filter of the anchors posted (`Engine._posted_filter`): sized for this many postings a
-# message at the index's capacity (a message is posted under a few anchors of each family), at
-# most `MOST_POSTED` (20 MB of bits), missing at most one anchor lookup in a hundred.
+# The filter of what the index holds (`Engine._posted_filter`): sized for this many anchors a
+# message is posted under (a few of each family) and its buckets (one a table) at the index's
+# capacity, at most `MOST_POSTED` keys (20 MB of bits), letting about one lookup in a hundred
+# of what the index does not hold through.
 POSTED_A_MESSAGE = 8
 MOST_POSTED = 1 << 24
 POSTED_FP_RATE = 0.01
@@ -152,17 +153,17 @@ class Engine(Snapshots):
         gc.freeze()
 
     def _posted_filter(self) -> bloom.Bloom | None:
-        """A filter of the anchors this engine posts (`BatchProbe`), when the state holds no
-        anchor postings yet (a new state: a file run's, a first start): every anchor the state
-        will hold is then one in the filter, which spares the lookups of the others. Sized
-        for the index's capacity; once past it, the lookups are made again. A state with a
-        doc is not new (the docs are looked at first: a scan of the hashed anchor table sorts
-        its memtable)."""
-        for table in ("docs", "anchors"):
-            if next(iter(self.store.scan(table, b"", b"\xff" * 9)), None) is not None:
+        """A filter of the anchors and buckets this engine writes (`BatchProbe`), when the
+        state's index is empty (a new state: a file run's, a first start): everything the index
+        will hold is then in the filter, which spares the lookups of the rest. Sized for the
+        index's capacity; once past it, every lookup is made again. A state with a doc is not
+        new (the docs are looked at first: a scan of a hashed table sorts its memtable)."""
+        for table in ("docs", "anchors", "blocks"):
+            if next(iter(self.store.scan(table, b"", b"\xff" * 16)), None) is not None:
                 return None
-        keys = min(POSTED_A_MESSAGE * index_capacity(self.settings), MOST_POSTED)
-        return bloom.Bloom(keys, POSTED_FP_RATE)
+        per_message = POSTED_A_MESSAGE + len(self._layout.tables)
+        return bloom.Bloom(min(per_message * index_capacity(self.settings), MOST_POSTED),
+                           POSTED_FP_RATE)
 
     def warm_up(self) -> None:
         """Load what deciding a candidate pair needs (the compiled verification kernels, the
