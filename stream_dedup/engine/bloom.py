@@ -130,31 +130,60 @@ class Bloom:
     """A Bloom filter of 64-bit hashes that never forgets, for `keys` of them at about
     `fp_rate`; `full` once more were added (a caller then stops asking it: its answers would be
     "maybe" ever more often). Blocked: all of a key's bits lie in one 64-byte line, picked by
-    the key, so adding or looking up a key costs one memory access, not one a bit (a filter of
-    megabytes is read at random); the bits in the line come from `mix(key)`, 9 bits a probe."""
+    the key, so adding or looking up a key costs one memory access, not one a bit; the bits in
+    the line come from `mix(key)`, 9 bits a probe. It starts sized for `_FIRST_KEYS` and grows
+    fourfold whenever it holds what it was sized for (to its full size once that is an eighth
+    of it), adding the keys again, kept until then: a filter read at random costs a cache miss
+    a key once it outgrows the cache, so a run that adds few keys keeps a small one."""
 
-    __slots__ = ("_added", "_hashes", "_keys", "_lines")
+    __slots__ = ("_added", "_fp_rate", "_hashes", "_kept", "_keys", "_lines", "_room")
 
     def __init__(self, keys: int, fp_rate: float) -> None:
-        m, hashes = _bits_and_hashes(keys, fp_rate)
-        self._lines = np.zeros((-(-m // _LINE_BITS), _LINE_BITS // 64), dtype=np.uint64)
-        self._hashes = min(hashes, _LINE_PROBES)
         self._keys = keys
+        self._fp_rate = fp_rate
         self._added = 0
+        self._kept: list[npt.NDArray[np.uint64]] | None = []
+        self._size_for(min(keys, _FIRST_KEYS))
 
     @property
     def full(self) -> bool:
         return self._added > self._keys
+
+    @property
+    def memory_bytes(self) -> int:
+        return self._lines.nbytes
 
     def contains(self, keys: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
         """Whether each key was probably added (certainly not, where False)."""
         return _in_lines(self._lines, keys, self._hashes)
 
     def add(self, keys: npt.NDArray[np.uint64]) -> None:
+        """Add the keys (an array the caller leaves as it is: it may be kept)."""
         self._added += len(keys)
+        if self._kept is not None:
+            self._kept.append(keys)
+            if self._added > self._room:
+                room = self._room
+                while room < self._added:
+                    room *= 4
+                if room >= self._keys // 8:  # the kept keys stay a few MB at most
+                    room = self._keys
+                self._size_for(min(self._keys, room))
+                for kept in self._kept:
+                    _set_in_lines(self._lines, kept, self._hashes)
+                if self._room == self._keys:
+                    self._kept = None
+                return
         _set_in_lines(self._lines, keys, self._hashes)
 
+    def _size_for(self, keys: int) -> None:
+        m, hashes = _bits_and_hashes(keys, self._fp_rate)
+        self._lines = np.zeros((-(-m // _LINE_BITS), _LINE_BITS // 64), dtype=np.uint64)
+        self._hashes = min(hashes, _LINE_PROBES)
+        self._room = keys
 
+
+_FIRST_KEYS = 1 << 16
 _LINE_BITS = 512  # a cache line
 _LINE_PROBES = 7  # 9-bit positions in the line, taken from one 64-bit hash
 
