@@ -68,13 +68,13 @@ STAGES = ("normalize", "exact", "fingerprint", "index", "verify", "write")
 # (`state.open_store`). A bucket key's first 8 bytes hardly vary (a table number and a 16-bit
 # block in 8 bytes): it is hashed whole.
 LOOKUPS_ONLY = ("anchors", "blocks", "exact")
-# The filter of what the index holds (`Engine._posted_filter`): sized for this many anchors a
+# The filter of what the index holds (`Engine._written_filter`): sized for this many anchors a
 # message is posted under (a few of each family) and its buckets (one a table) at the index's
-# capacity, at most `MOST_POSTED` keys (20 MB of bits), letting about one lookup in a hundred
+# capacity, at most `MOST_WRITTEN` keys (20 MB of bits), letting about one lookup in a hundred
 # of what the index does not hold through.
-POSTED_A_MESSAGE = 8
-MOST_POSTED = 1 << 24
-POSTED_FP_RATE = 0.01
+ANCHORS_WRITTEN = 8
+MOST_WRITTEN = 1 << 24
+WRITTEN_FP_RATE = 0.01
 
 
 def open_engine(settings: Settings, path: str, warm: bool = True) -> Engine:
@@ -147,12 +147,12 @@ class Engine(Snapshots):
         covered = self.exact.restore()
         self.commonness, counted = self._restore_commonness(covered)
         self._rebuild(covered, counted)
-        self._posted = self._posted_filter()
+        self._written = self._written_filter()
         # What the engine loaded lives as long as it does: out of the collector's sight, so a
         # full collection does not walk it.
         gc.freeze()
 
-    def _posted_filter(self) -> bloom.Bloom | None:
+    def _written_filter(self) -> bloom.Bloom | None:
         """A filter of the anchors and buckets this engine writes (`BatchProbe`), when the
         state's index is empty (a new state: a file run's, a first start): everything the index
         will hold is then in the filter, which spares the lookups of the rest. Sized for the
@@ -161,9 +161,9 @@ class Engine(Snapshots):
         for table in ("docs", "anchors", "blocks"):
             if next(iter(self.store.scan(table, b"", b"\xff" * 16)), None) is not None:
                 return None
-        per_message = POSTED_A_MESSAGE + len(self._layout.tables)
-        return bloom.Bloom(min(per_message * index_capacity(self.settings), MOST_POSTED),
-                           POSTED_FP_RATE)
+        per_message = ANCHORS_WRITTEN + len(self._layout.tables)
+        return bloom.Bloom(min(per_message * index_capacity(self.settings), MOST_WRITTEN),
+                           WRITTEN_FP_RATE)
 
     def warm_up(self) -> None:
         """Load what deciding a candidate pair needs (the compiled verification kernels, the
@@ -311,10 +311,10 @@ class Engine(Snapshots):
         fps, owner = f.fps, f.owner
         t1 = clock()
         seconds["fingerprint"] += t1 - t0
-        if self._posted is not None and self._posted.full:
-            self._posted = None
+        if self._written is not None and self._written.full:
+            self._written = None
         probe = BatchProbe(self.store, self._layout, s.index.anchor_postings,
-                           s.index.anchors_stored, self._posted)
+                           s.index.anchors_stored, self._written)
         seqs = np.fromiter((p.seq for p in near), dtype=np.uint64, count=len(near))
         # A message's anchors go with its first row (every message has one or more rows).
         if len(owner) == len(near):

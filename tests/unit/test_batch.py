@@ -56,18 +56,18 @@ def test_a_new_state_skips_the_lookups_of_what_the_index_never_held() -> None:
             return super().get_many(cf, keys)
 
     filtered = Engine(Settings(), Counting(TABLES))
-    assert filtered._posted is not None
+    assert filtered._written is not None
     with_filter = [run(filtered, texts[i:i + 4], start=i) for i in range(0, len(texts), 4)]
     few = looked_up.copy()
     looked_up.clear()
     plain = Engine(Settings(), Counting(TABLES))
-    plain._posted = None
+    plain._written = None
     without = [run(plain, texts[i:i + 4], start=i) for i in range(0, len(texts), 4)]
     assert with_filter == without
     assert any(v.decision is Decision.NEAR for batch in without for v in batch)
     assert few["anchors"] < looked_up["anchors"] / 2
     assert few["blocks"] < looked_up["blocks"]
-    assert Engine(Settings(), filtered.store)._posted is None
+    assert Engine(Settings(), filtered.store)._written is None
 
 
 def test_batch_equals_one_at_a_time() -> None:

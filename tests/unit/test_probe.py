@@ -52,7 +52,7 @@ def test_a_filter_of_what_was_written_finds_and_writes_the_same() -> None:
             return super().get_many(cf, keys)
 
     stores = {filtered: Counting(filtered) for filtered in (False, True)}
-    posted = Bloom(10_000, 0.01)
+    written = Bloom(10_000, 0.01)
     seq = 1
     for _ in range(8):
         n = 30
@@ -67,7 +67,7 @@ def test_a_filter_of_what_was_written_finds_and_writes_the_same() -> None:
                             np.arange(1, 10, dtype=np.int64)[::-1].copy())
         found = {}
         for filtered, store in stores.items():
-            probe = BatchProbe(store, layout, 5, 2, posted if filtered else None)
+            probe = BatchProbe(store, layout, 5, 2, written if filtered else None)
             found[filtered] = probe.run(fps, seqs, query, 12, 6)
             writes = WriteSet()
             probe.stage(writes)

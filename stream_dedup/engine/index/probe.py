@@ -159,19 +159,19 @@ class AnchorQuery:
 class BatchProbe:
     """Probe the block tables and anchor postings for a batch and stage the batch's inserts.
 
-    `posted`: a filter of every anchor and bucket the store holds (every one written since the
+    `written`: a filter of every anchor and bucket the store holds (every one written since the
     index was empty: a bucket by `_bucket_hashes`), which the batch's are added to: what it
     never saw is not looked up (most anchors of a batch have no postings, many buckets of a
     young index no entries, and a lookup that finds nothing costs the store about as much as
     one that finds something)."""
 
     def __init__(self, store: KVStore, layout: Layout, postings: int, stored: int,
-                 posted: Bloom | None = None) -> None:
+                 written: Bloom | None = None) -> None:
         self._store = store
         self._layout = layout
         self._postings = postings
         self._stored = stored
-        self._posted = posted
+        self._written = written
         self._puts: list[tuple[str, bytes, bytes]] = []
 
     def run(self, fps: np.ndarray, seqs: np.ndarray, anchors: AnchorQuery,
@@ -226,8 +226,8 @@ class BatchProbe:
         dist = np.bitwise_count(cand_fp ^ fps[owner])
         close = dist <= candidate_distance
         self._stage_buckets(names, stored, lengths, inverse, order, fps, seqs, sealed)
-        if self._posted is not None:  # every bucket probed gets the batch's entries
-            self._posted.add(hashes)
+        if self._written is not None:  # every bucket probed gets the batch's entries
+            self._written.add(hashes)
         return ((owner[close].astype(_U64) << _U64(SEQ_BITS)) | cand_seq[close],
                 dist[close].astype(np.int64), len(dist))
 
@@ -302,8 +302,8 @@ class BatchProbe:
         poster = order[posted[order]]  # by anchor, then position
         self._puts += self._append("anchors", names, stored, lengths, inverse[poster],
                                    seqs[owner_of[poster]], self._postings)[0]
-        if self._posted is not None:
-            self._posted.add(flat[poster])
+        if self._written is not None:
+            self._written.add(flat[poster])
         return keys, qualifies, score
 
     def _postings_of(self, anchors: np.ndarray, names: list[bytes]) -> list[bytes | None]:
@@ -315,10 +315,10 @@ class BatchProbe:
                           len(names))
 
     def _maybe_written(self, hashes: np.ndarray) -> list[int] | None:
-        """Where `posted` may hold the hashes: the keys to look up (None: all of them)."""
-        if self._posted is None:
+        """Where `written` may hold the hashes: the keys to look up (None: all of them)."""
+        if self._written is None:
             return None
-        return self._posted.contains(hashes).nonzero()[0].tolist()
+        return self._written.contains(hashes).nonzero()[0].tolist()
 
     # -- ranking --------------------------------------------------------------------------
 
