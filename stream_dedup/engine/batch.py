@@ -38,6 +38,7 @@ from ..state import open_store
 from ..state.store import KVStore, WriteSet
 from . import bloom, jit, meaning, mood, scope, verify
 from . import fingerprint as fpr
+from .commonness import InOrder
 from .exact import ExactStage, content_hash, exact_key, exact_value
 from .expiry import expire
 from .features import features
@@ -63,10 +64,17 @@ from .verdict import (
 META_COUNTERS = b"counters"
 STAGES = ("normalize", "exact", "fingerprint", "index", "verify", "write")
 # Tables the engine (and its expiry) reads by key only, never by range, whose keys differ in
-# their first 8 bytes (hashes): its store may keep them in hash memtables (`state.open_store`).
-# Not `blocks`: a bucket key is a table number and a 16-bit block in 8 bytes, so its first bytes
-# hardly vary (measured: no faster hashed).
-LOOKUPS_ONLY = ("anchors", "exact")
+# their first 9 bytes (hashes, bucket keys): its store may keep them in hash memtables
+# (`state.open_store`). A bucket key's first 8 bytes hardly vary (a table number and a 16-bit
+# block in 8 bytes): it is hashed whole.
+LOOKUPS_ONLY = ("anchors", "blocks", "exact")
+# The filter of what the index holds (`Engine._written_filter`): sized for this many anchors a
+# message is posted under (a few of each family) and its buckets (one a table) at the index's
+# capacity, at most `MOST_WRITTEN` keys (20 MB of bits), letting about one lookup in a hundred
+# of what the index does not hold through.
+ANCHORS_WRITTEN = 8
+MOST_WRITTEN = 1 << 24
+WRITTEN_FP_RATE = 0.01
 
 
 def open_engine(settings: Settings, path: str, warm: bool = True) -> Engine:
@@ -141,9 +149,23 @@ class Engine(Snapshots):
         covered = self.exact.restore()
         self.commonness, counted = self._restore_commonness(covered)
         self._rebuild(covered, counted)
+        self._written = self._written_filter()
         # What the engine loaded lives as long as it does: out of the collector's sight, so a
         # full collection does not walk it.
         gc.freeze()
+
+    def _written_filter(self) -> bloom.Bloom | None:
+        """A filter of the anchors and buckets this engine writes (`BatchProbe`), when the
+        state's index is empty (a new state: a file run's, a first start): everything the index
+        will hold is then in the filter, which spares the lookups of the rest. Sized for the
+        index's capacity; once past it, every lookup is made again. A state with a doc is not
+        new (the docs are looked at first: a scan of a hashed table sorts its memtable)."""
+        for table in ("docs", "anchors", "blocks"):
+            if next(iter(self.store.scan(table, b"", b"\xff" * 16)), None) is not None:
+                return None
+        per_message = ANCHORS_WRITTEN + len(self._layout.tables)
+        return bloom.Bloom(min(per_message * index_capacity(self.settings), MOST_WRITTEN),
+                           WRITTEN_FP_RATE)
 
     def warm_up(self) -> None:
         """Load what deciding a candidate pair needs (the compiled verification kernels, the
@@ -295,8 +317,10 @@ class Engine(Snapshots):
         fps, owner = f.fps, f.owner
         t1 = clock()
         seconds["fingerprint"] += t1 - t0
+        if self._written is not None and self._written.full:
+            self._written = None
         probe = BatchProbe(self.store, self._layout, s.index.anchor_postings,
-                           s.index.anchors_stored)
+                           s.index.anchors_stored, self._written)
         seqs = np.fromiter((p.seq for p in near), dtype=np.uint64, count=len(near))
         # A message's anchors go with its first row (every message has one or more rows).
         if len(owner) == len(near):
@@ -319,72 +343,85 @@ class Engine(Snapshots):
         t2 = clock()
         seconds["index"] += t2 - t1
         self._decide(near, per_message(found.by_message, owner, seqs, s.index.max_candidates),
-                     in_batch)
+                     in_batch, salts)
         seconds["verify"] += clock() - t2
         return probe
 
     def _decide(self, near: list[_Pending], candidates: list[list[tuple[int, int, int]]],
-                in_batch: dict[int, _Pending]) -> None:
+                in_batch: dict[int, _Pending], salts: np.ndarray) -> None:
         recent = self._recent
         live_from = self._max_ts - self._window_ms
-        # seq -> (text, id, fingerprint) of every candidate, and of the batch's messages
-        entries: dict[int, tuple[str, str, int]] = {}
+        # seq -> (text, id, fingerprint, event time) of every candidate, and of the batch's
+        # messages (an entry read from the disk has no event time: 0)
+        entries: dict[int, tuple[str, str, int, int]] = {}
         wanted = []
         for seq in {seq for cands in candidates for seq, _, _ in cands if seq not in in_batch}:
             entry = recent.get(seq)
             if entry is not None and entry[3] >= live_from:
-                entries[seq] = entry[:3]
+                entries[seq] = entry
             else:
                 wanted.append(seq)
         for seq, data in zip(wanted, self.store.get_many("docs", [seq_key(q) for q in wanted]),
                              strict=True):
             if data is not None:  # else expired meanwhile
                 ident, fp, text = Doc.peek(data)
-                entries[seq] = (text, ident, fp)
+                entries[seq] = (text, ident, fp, 0)
         if len(recent) > 200_000:  # what recent batches indexed, so candidates skip the disk
             recent.clear()
-        recent.update((p.seq, (p.text, p.msg.id, p.fp, p.msg.timestamp_ms)) for p in near)
-        entries.update((p.seq, (p.text, p.msg.id, p.fp)) for p in near)
+        mine = [(p.seq, (p.text, p.msg.id, p.fp, p.msg.timestamp_ms)) for p in near]
+        recent.update(mine)
+        entries.update(mine)
         found = [[(seq, dist) for seq, dist, _ in cands if seq in entries]  # else expired meanwhile
                  for cands in candidates]
         measured = iter(self._measure(near, found, entries))
         vs = self.settings.verify
-        sketch = self.commonness
-        if sketch is not None:  # every text of the batch hashed at once: messages and sources
-            seqs = [p.seq for p in near]
-            seqs += [q for q in {q for cands in found for q, _ in cands} if q not in in_batch]
-            grams = dict(zip(seqs, sketch.hashes([entries[q][0] for q in seqs]), strict=True))
-        for p, cands in zip(near, found, strict=True):
+        counts, text_of = self._in_order(near, found, entries, salts)
+        for i, (p, cands) in enumerate(zip(near, found, strict=True)):
             if self.on_candidates is not None:
                 self.on_candidates(p.msg.id, [entries[seq][1] for seq, _ in cands])
-            source = None
-            if sketch is not None:  # counted per scope: a key's boilerplate is its own
-                salt = scope.salt(p.msg.scope)
-                mine = scope.salted(grams[p.seq], salt)
             if not cands:
                 p.verdict = unique(p.msg.id, None, False)
-            else:
-                common = sketch.mask(mine, len(p.text)) if sketch is not None else None
-                ranked = []
-                for seq, dist in cands:
-                    text, ident, fp = entries[seq]
-                    ranked.append(Candidate(ident, text, fp, dist, next(measured)))
-                p.verdict = closest_verdict(p.msg.id, p.text, p.fp, ranked, vs, common,
-                                            p.clauses, mood.asks(p.msg.text))
+                continue
+            ranked = []
+            for seq, dist in cands:
+                text, ident, fp, _ = entries[seq]
+                ranked.append(Candidate(ident, text, fp, dist, next(measured)))
+            p.verdict = closest_verdict(p.msg.id, p.text, p.fp, ranked, vs,
+                                        counts.mask(i) if counts is not None else None,
+                                        p.clauses, mood.asks(p.msg.text))
+            if counts is not None:  # a copy is counted for what it adds to its source
                 source = source_seq(p.verdict, ranked, [seq for seq, _ in cands])
-            if sketch is not None:  # in order: the next message sees it
-                sketch.learn(mine, None if source is None else scope.salted(grams[source], salt))
+                if source is not None:
+                    counts.source(i, text_of[source])
+        if counts is not None:
+            counts.finish()
+
+    def _in_order(self, near: list[_Pending], found: list[list[tuple[int, int]]],
+                  entries: dict[int, tuple[str, str, int, int]], salts: np.ndarray
+                  ) -> tuple[InOrder | None, dict[int, int]]:
+        """The batch's pass over the boilerplate sketch (None: the rule that reads it is off),
+        and the index of each candidate's text in it. Every text is hashed at once: the
+        messages, then their candidates; counted per scope: a key's boilerplate is its own."""
+        if self.commonness is None:
+            return None, {}
+        text_of = {p.seq: i for i, p in enumerate(near)}
+        for cands in found:
+            for seq, _ in cands:
+                text_of.setdefault(seq, len(text_of))
+        texts = [p.text for p in near]
+        texts += [entries[seq][0] for seq in list(text_of)[len(near):]]
+        return self.commonness.in_order(texts, salts), text_of
 
     def _measure(self, near: list[_Pending], found: list[list[tuple[int, int]]],
-                 entries: dict[int, tuple[str, str, int]]) -> list[verify.Measured]:
+                 entries: dict[int, tuple[str, str, int, int]]) -> list[verify.Measured]:
         """`verify.similarity` of every (candidate, message) pair of the batch, message by
         message, in one call: each text once, however many messages it is a candidate of."""
         where: dict[int, int] = {}  # seq -> index of its text
         first, second = [], []
         for p, cands in zip(near, found, strict=True):
-            for seq, _ in cands:
-                first.append(where.setdefault(seq, len(where)))
-                second.append(where.setdefault(p.seq, len(where)))
+            if cands:
+                first += [where.setdefault(seq, len(where)) for seq, _ in cands]
+                second += [where.setdefault(p.seq, len(where))] * len(cands)
         return verify.similarities([entries[seq][0] for seq in where], first, second,
                                    self.settings.verify)
 

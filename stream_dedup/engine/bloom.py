@@ -1,4 +1,4 @@
-"""Rolling Bloom filter of the exact stage.
+"""Rolling Bloom filter of the exact stage, and a plain one (`Bloom`) of the anchors posted.
 
 The filter is the fast "definitely new" path: a miss means the exact key was not seen within
 the window; a hit is only "probably seen" and the caller confirms it against the exact record
@@ -99,10 +99,7 @@ class BloomSizing:
             raise ValueError(f"fp_rate must be in (0, 1), got {fp_rate}")
         span_ms = math.ceil(window_s * 1000.0 / (generations - 1))
         n = max(1, math.ceil(expected_rate_per_s * span_ms / 1000.0))
-        p = -math.expm1(math.log1p(-fp_rate) / generations)
-        m = math.ceil(-n * math.log(p) / math.log(2) ** 2)
-        m = -(-m // 64) * 64
-        k = min(MAX_HASHES, max(1, round(m / n * math.log(2))))
+        m, k = _bits_and_hashes(n, -math.expm1(math.log1p(-fp_rate) / generations))
         return cls(
             bits_per_generation=m,
             hashes=k,
@@ -120,6 +117,97 @@ class BloomSizing:
     def generation_fp_rate(self) -> float:
         """The FPR target of one generation holding `keys_per_generation` keys."""
         return -math.expm1(math.log1p(-self.fp_rate) / self.generations)
+
+
+def _bits_and_hashes(keys: int, fp_rate: float) -> tuple[int, int]:
+    """Bits (a multiple of 64) and hashes of a Bloom filter of `keys` keys at `fp_rate`."""
+    m = math.ceil(-keys * math.log(fp_rate) / math.log(2) ** 2)
+    m = -(-m // 64) * 64
+    return m, min(MAX_HASHES, max(1, round(m / keys * math.log(2))))
+
+
+class Bloom:
+    """A Bloom filter of 64-bit hashes that never forgets, for `keys` of them at about
+    `fp_rate`; `full` once more were added (a caller then stops asking it: its answers would be
+    "maybe" ever more often). Blocked: all of a key's bits lie in one 64-byte line, picked by
+    the key, so adding or looking up a key costs one memory access, not one a bit; the bits in
+    the line come from `mix(key)`, 9 bits a probe. It starts sized for `_FIRST_KEYS` and grows
+    fourfold whenever it holds what it was sized for (to its full size once that is an eighth
+    of it), adding the keys again, kept until then: a filter read at random costs a cache miss
+    a key once it outgrows the cache, so a run that adds few keys keeps a small one."""
+
+    __slots__ = ("_added", "_fp_rate", "_hashes", "_kept", "_keys", "_lines", "_room")
+
+    def __init__(self, keys: int, fp_rate: float) -> None:
+        self._keys = keys
+        self._fp_rate = fp_rate
+        self._added = 0
+        self._kept: list[npt.NDArray[np.uint64]] | None = []
+        self._size_for(min(keys, _FIRST_KEYS))
+
+    @property
+    def full(self) -> bool:
+        return self._added > self._keys
+
+    @property
+    def memory_bytes(self) -> int:
+        return self._lines.nbytes
+
+    def contains(self, keys: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
+        """Whether each key was probably added (certainly not, where False)."""
+        return _in_lines(self._lines, keys, self._hashes)
+
+    def add(self, keys: npt.NDArray[np.uint64]) -> None:
+        """Add the keys (an array the caller leaves as it is: it may be kept)."""
+        self._added += len(keys)
+        if self._kept is not None:
+            self._kept.append(keys)
+            if self._added > self._room:
+                room = self._room
+                while room < self._added:
+                    room *= 4
+                if room >= self._keys // 8:  # the kept keys stay a few MB at most
+                    room = self._keys
+                self._size_for(min(self._keys, room))
+                for kept in self._kept:
+                    _set_in_lines(self._lines, kept, self._hashes)
+                if self._room == self._keys:
+                    self._kept = None
+                return
+        _set_in_lines(self._lines, keys, self._hashes)
+
+    def _size_for(self, keys: int) -> None:
+        m, hashes = _bits_and_hashes(keys, self._fp_rate)
+        self._lines = np.zeros((-(-m // _LINE_BITS), _LINE_BITS // 64), dtype=np.uint64)
+        self._hashes = min(hashes, _LINE_PROBES)
+        self._room = keys
+
+
+_FIRST_KEYS = 1 << 16
+_LINE_BITS = 512  # a cache line
+_LINE_PROBES = 7  # 9-bit positions in the line, taken from one 64-bit hash
+
+
+@compiled
+def _in_lines(lines: np.ndarray, keys: np.ndarray, hashes: int) -> np.ndarray:
+    found = np.ones(len(keys), np.bool_)
+    for i in range(len(keys)):
+        line, bits = lines[keys[i] % _U64(len(lines))], mix(keys[i])
+        for j in range(hashes):
+            pos = (bits >> _U64(9 * j)) & _U64(_LINE_BITS - 1)
+            if not line[pos >> _U64(6)] & (_U64(1) << (pos & _U64(63))):
+                found[i] = False
+                break
+    return found
+
+
+@compiled
+def _set_in_lines(lines: np.ndarray, keys: np.ndarray, hashes: int) -> None:
+    for i in range(len(keys)):
+        line, bits = lines[keys[i] % _U64(len(lines))], mix(keys[i])
+        for j in range(hashes):
+            pos = (bits >> _U64(9 * j)) & _U64(_LINE_BITS - 1)
+            line[pos >> _U64(6)] |= _U64(1) << (pos & _U64(63))
 
 
 def _repeats(keys: npt.NDArray[np.uint64]) -> npt.NDArray[np.bool_]:
@@ -348,3 +436,6 @@ def warm_up() -> None:
     bits, keys = np.zeros((1, 1), _U64), np.zeros(1, _U64)
     _set(bits, keys, np.zeros(1, np.int64), 1, 64)
     _found(bits, keys, 1, 64)
+    plain = Bloom(1, 0.5)
+    plain.add(keys)
+    plain.contains(keys)

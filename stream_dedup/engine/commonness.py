@@ -17,12 +17,17 @@ verdicts of a stream do not depend on how it is cut into batches; the engine kee
 its state with the Bloom filter's snapshot and counts the messages stored since again after a
 restart, so a restart does not change them either. Under scopes (`scale.scope: key`) the engine
 XORs the scope salt into a message's trigram hashes, so each key's boilerplate is its own.
+
+The engine goes through a batch with `InOrder`: a message without candidates is never masked,
+so the messages counted between two masks are counted in one kernel call made just before the
+next mask, which sees the counts it would have seen one message at a time.
 """
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -33,6 +38,7 @@ _WIDTH_BITS = 20  # counters per row: 2^20 (two rows of two generations: 4 MiB o
 _HEADER = struct.Struct("<QQ")  # messages counted, generation size
 _ROWS = 2
 _N = 3  # characters per counted n-gram
+_NO_SALT = np.uint64(0)
 
 
 class Commonness:
@@ -53,7 +59,7 @@ class Commonness:
 
     def mask(self, grams: np.ndarray, length: int) -> np.ndarray:
         """Which of a text's `length` characters are common, from its trigram `hashes`."""
-        return _mask(self._sketch, grams, length, self.min_messages)
+        return _mask(self._sketch, grams, _NO_SALT, length, self.min_messages)
 
     def learn(self, grams: np.ndarray, source: np.ndarray | None) -> None:
         """Count a message decided unique or near (exact copies add nothing) that carried these
@@ -61,7 +67,11 @@ class Commonness:
         comment or lead-in it adds, not the text it copies: copies of a text do not make it
         boilerplate)."""
         skip = source if source is not None else grams[:0]
-        self.counted = _count(self._sketch, grams, skip, self.counted, self.generation)
+        self.counted = _count(self._sketch, grams, skip, _NO_SALT, self.counted, self.generation)
+
+    def in_order(self, texts: Sequence[str], salts: np.ndarray) -> InOrder:
+        """A batch's pass: its `len(salts)` messages' texts, then their candidates' texts."""
+        return InOrder(self, texts, salts)
 
     def snapshot(self) -> bytes:
         return _HEADER.pack(self.counted, self.generation) + self._sketch.tobytes()
@@ -82,14 +92,110 @@ class Commonness:
         return made
 
 
+class InOrder:
+    """A batch's messages masked and counted in stream order (message i is masked, if at all,
+    before it is counted and after message i - 1 is), each under its scope salt (`salts[i]`)
+    and, for a near copy, less its source's trigrams (`source`). The counting of the messages
+    since the last mask waits for the next mask or `finish`, and is then one kernel call."""
+
+    def __init__(self, sketch: Commonness, texts: Sequence[str], salts: np.ndarray) -> None:
+        self._commonness = sketch
+        self._values, owners = fpr.ngram_hashes(fpr.Batch.of(texts), _N)
+        bounds = np.searchsorted(owners, np.arange(len(texts) + 1))
+        self._lengths = np.fromiter(map(len, texts), np.int64, count=len(texts))
+        self._starts = bounds[:-1]
+        self._ends = np.where(self._lengths >= _N, bounds[1:], self._starts)  # `hashes`
+        self._salts = salts
+        self._sources = np.full(len(salts), -1, np.int64)
+        self._counted_to = 0  # messages before it are counted
+
+    def mask(self, message: int) -> Sequence[bool]:
+        """`Commonness.mask` of a message, every earlier one counted, made when it is first
+        read: the meaning check reads it for a third of the messages with candidates. It must
+        be read, if at all, before the mask of a later message is."""
+        return _Mask(self, message)
+
+    def _made(self, message: int) -> np.ndarray:
+        if self._counted_to > message:
+            raise RuntimeError(f"the mask of message {message} read after a later one's")
+        s = self._commonness
+        s.counted, common = _count_then_mask(
+            s._sketch, self._values, self._starts, self._ends, self._salts, self._sources,
+            self._counted_to, message, s.counted, s.generation, self._lengths[message],
+            s.min_messages)
+        self._counted_to = message
+        return common
+
+    def source(self, message: int, text: int) -> None:
+        """A near copy's source: texts[text], whose trigrams it is not counted for."""
+        self._sources[message] = text
+
+    def finish(self) -> None:
+        """Count the messages not counted yet."""
+        s = self._commonness
+        s.counted = _count_range(s._sketch, self._values, self._starts, self._ends, self._salts,
+                                 self._sources, self._counted_to, len(self._salts), s.counted,
+                                 s.generation)
+        self._counted_to = len(self._salts)
+
+
+class _Mask(Sequence[bool]):
+    """`InOrder.mask`: made when first read."""
+
+    __slots__ = ("_in_order", "_mask", "_message")
+
+    def __init__(self, in_order: InOrder, message: int) -> None:
+        self._in_order = in_order
+        self._message = message
+        self._mask: np.ndarray | None = None
+
+    def _made(self) -> np.ndarray:
+        if self._mask is None:
+            self._mask = self._in_order._made(self._message)
+        return self._mask
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._made()[index]
+
+    def __len__(self) -> int:
+        return int(self._in_order._lengths[self._message])
+
+
 @compiled
-def _mask(sketch: np.ndarray, grams: np.ndarray, length: int, min_messages: int) -> np.ndarray:
+def _count_range(sketch: np.ndarray, values: np.ndarray, starts: np.ndarray, ends: np.ndarray,
+                 salts: np.ndarray, sources: np.ndarray, first: int, stop: int, counted: int,
+                 generation: int) -> int:
+    """`_count` messages first .. stop - 1 in order (`InOrder`)."""
+    for i in range(first, stop):
+        source = sources[i]
+        skip = values[starts[source]:ends[source]] if source >= 0 else values[:0]
+        counted = _count(sketch, values[starts[i]:ends[i]], skip, salts[i], counted, generation)
+    return counted
+
+
+@compiled
+def _count_then_mask(sketch: np.ndarray, values: np.ndarray, starts: np.ndarray,
+                     ends: np.ndarray, salts: np.ndarray, sources: np.ndarray, first: int,
+                     message: int, counted: int, generation: int, length: int,
+                     min_messages: int) -> tuple[int, np.ndarray]:
+    """`_count_range` up to `message`, then its `_mask`: one call."""
+    counted = _count_range(sketch, values, starts, ends, salts, sources, first, message,
+                           counted, generation)
+    return counted, _mask(sketch, values[starts[message]:ends[message]], salts[message], length,
+                          min_messages)
+
+
+@compiled
+def _mask(sketch: np.ndarray, grams: np.ndarray, salt: np.uint64, length: int,
+          min_messages: int) -> np.ndarray:
+    """Which characters a trigram of `grams ^ salt` seen in `min_messages` messages covers."""
     cells = np.uint64((1 << _WIDTH_BITS) - 1)
     common = np.zeros(length, np.bool_)
     for g in range(len(grams)):
         seen = 1 << 30
+        gram = grams[g] ^ salt
         for row in range(_ROWS):
-            cell = (grams[g] >> np.uint64(_WIDTH_BITS * row)) & cells
+            cell = (gram >> np.uint64(_WIDTH_BITS * row)) & cells
             seen = min(seen, int(sketch[0, row, cell]) + int(sketch[1, row, cell]))
         if seen >= min_messages:
             common[g:g + _N] = True
@@ -97,9 +203,10 @@ def _mask(sketch: np.ndarray, grams: np.ndarray, length: int, min_messages: int)
 
 
 @compiled
-def _count(sketch: np.ndarray, grams: np.ndarray, skip: np.ndarray, counted: int,
-           generation: int) -> int:
-    """Count the distinct `grams` not in `skip` as one message, when there are any. Distinct
+def _count(sketch: np.ndarray, grams: np.ndarray, skip: np.ndarray, salt: np.uint64,
+           counted: int, generation: int) -> int:
+    """Count the distinct `grams` not in `skip` (both XORed with `salt`) as one message, when
+    there are any. Distinct
     through a small open-addressing set of the message's hashes (already uniform: their low bits
     are the slot), which costs a tenth of sorting them."""
     size = 4
@@ -111,7 +218,7 @@ def _count(sketch: np.ndarray, grams: np.ndarray, skip: np.ndarray, counted: int
     new = np.empty(len(grams), np.uint64)
     added = 0
     for k in range(len(skip) + len(grams)):
-        value = skip[k] if k < len(skip) else grams[k - len(skip)]
+        value = (skip[k] if k < len(skip) else grams[k - len(skip)]) ^ salt
         slot = value & slots
         while full[slot] and table[slot] != value:
             slot = (slot + np.uint64(1)) & slots

@@ -12,7 +12,7 @@ not a copy of *that* text; it may still be one of a fuller earlier text (the ear
 with a clause cut), so this rule keeps the pair apart without settling the message.
 
 The measure of a batch's pairs is taken in one call of compiled kernels (numba) over each text's
-sorted distinct bigrams (`similarities`); `similarity` is that call on one pair.
+distinct bigrams (`similarities`); `similarity` is that call on one pair.
 """
 
 from __future__ import annotations
@@ -90,14 +90,25 @@ def _similarities(codes: np.ndarray, starts: np.ndarray, first: np.ndarray, seco
                   min_jaccard: float, min_containment: float,
                   max_length_ratio: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Scores, `_HOW` codes and Jaccards of the pairs (first[k], second[k]) of the texts whose
-    code points are codes[starts[t]:starts[t + 1]]."""
-    grams, offsets = _bigrams(codes, starts)
+    code points are codes[starts[t]:starts[t + 1]]. The bigrams a pair shares are counted in a
+    set of the second text's, kept while the next pairs have the same second text (the engine's
+    pairs come message by message)."""
+    longest = np.max(starts[1:] - starts[:-1]) if len(starts) > 1 else 0
+    keys, marks = _new_set(longest)
+    grams, offsets, mark = _bigrams(codes, starts, keys, marks)
     scores = np.empty(len(first), np.float64)
     kinds = np.empty(len(first), np.int8)
     jaccards = np.zeros(len(first), np.float64)
+    held = -1
     for k in range(len(first)):
         a, b = first[k], second[k]
-        common = _common(grams[offsets[a]:offsets[a + 1]], grams[offsets[b]:offsets[b + 1]])
+        if b != held:
+            held, mark = b, mark + 1
+            for i in range(offsets[b], offsets[b + 1]):
+                _add(keys, marks, mark, grams[i])
+        common = 0
+        for i in range(offsets[a], offsets[a + 1]):
+            common += marks[_slot(keys, marks, mark, grams[i])] == mark
         size_a, size_b = offsets[a + 1] - offsets[a], offsets[b + 1] - offsets[b]
         scores[k], kinds[k] = _score(common, size_a, size_b, starts[a + 1] - starts[a],
                                      starts[b + 1] - starts[b], min_jaccard, min_containment,
@@ -108,44 +119,62 @@ def _similarities(codes: np.ndarray, starts: np.ndarray, first: np.ndarray, seco
 
 
 @compiled
-def _bigrams(codes: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each text's distinct character bigrams as integers (two 21-bit code points), sorted, all
-    in one array: text t's are grams[offsets[t]:offsets[t + 1]]. A one-character text is its
-    own feature."""
+def _bigrams(codes: np.ndarray, starts: np.ndarray, keys: np.ndarray,
+             marks: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """Each text's distinct character bigrams as integers (two 21-bit code points), in order of
+    first appearance, all in one array: text t's are grams[offsets[t]:offsets[t + 1]]. A
+    one-character text is its own feature. Made distinct in the set (`keys`, `marks`), a mark a
+    text (sorting them cost four times as much); returns the last mark used too."""
     grams = np.empty(len(codes), np.int64)
     offsets = np.zeros(len(starts), np.int64)
-    end = 0
+    end = mark = 0
     for t in range(len(starts) - 1):
         begin, last = starts[t], starts[t + 1] - 1
         if last == begin:
             grams[end] = codes[begin]
             end += 1
-        elif last > begin:
-            pairs = np.sort((codes[begin:last].astype(np.int64) << 21) | codes[begin + 1:last + 1])
-            grams[end] = pairs[0]
-            end += 1
-            for i in range(1, len(pairs)):
-                if pairs[i] != pairs[i - 1]:
-                    grams[end] = pairs[i]
-                    end += 1
+        mark += 1
+        for i in range(begin, last):
+            gram = (np.int64(codes[i]) << 21) | codes[i + 1]
+            if _add(keys, marks, mark, gram):
+                grams[end] = gram
+                end += 1
         offsets[t + 1] = end
-    return grams, offsets
+    return grams, offsets, mark
+
+
+# An open-addressing set of int64 values: value v is in it when marks[slot] == mark at its slot,
+# so a new mark empties it without touching the arrays. At most half full: 2x the values.
+_FIBONACCI = np.uint64(0x9E3779B97F4A7C15)
 
 
 @compiled
-def _common(a: np.ndarray, b: np.ndarray) -> int:
-    """How many values two sorted arrays of distinct values share."""
-    i = j = common = 0
-    while i < len(a) and j < len(b):
-        if a[i] == b[j]:
-            common += 1
-            i += 1
-            j += 1
-        elif a[i] < b[j]:
-            i += 1
-        else:
-            j += 1
-    return common
+def _new_set(values: int) -> tuple[np.ndarray, np.ndarray]:
+    size = 16
+    while size < 2 * values:
+        size <<= 1
+    return np.empty(size, np.int64), np.zeros(size, np.int64)
+
+
+@compiled
+def _slot(keys: np.ndarray, marks: np.ndarray, mark: int, value: int) -> int:
+    """Where `value` is in the set, or the free slot it would take (Fibonacci hashing; the
+    product's high half is well mixed, the low bits of a bigram are not)."""
+    mask = len(keys) - 1
+    slot = np.int64((np.uint64(value) * _FIBONACCI) >> np.uint64(32)) & mask
+    while marks[slot] == mark and keys[slot] != value:
+        slot = (slot + 1) & mask
+    return slot
+
+
+@compiled
+def _add(keys: np.ndarray, marks: np.ndarray, mark: int, value: int) -> bool:
+    """Put `value` in the set; False when it was there already."""
+    slot = _slot(keys, marks, mark, value)
+    if marks[slot] == mark:
+        return False
+    marks[slot], keys[slot] = mark, value
+    return True
 
 
 @compiled

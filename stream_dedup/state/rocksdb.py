@@ -8,14 +8,14 @@ whose lookups mostly miss (anchors, blocks, ids) also keep a Bloom filter over t
 miss then skips the skiplist search, most of a lookup's cost while the recent state is in memory
 (the filter costs an insert one hash).
 
-Tables that a store's user reads by key only (`lookups_only`: the engine's anchor postings and
-exact records) keep their memtable in a hash table of linked lists instead of a skiplist: a
-skiplist insert or hit in a memtable of ~100k random keys is a walk of cache misses, a bucket
-one or two, so the engine's state reads and writes get cheaper. The price is iteration: a scan
-of such a table sorts
-a copy of its memtable, so stores whose users scan in their hot path (the global scope's index
-shards) keep skiplists. A hash memtable cannot take concurrent writes, which this store never
-makes (one writer, one write batch at a time): that option is off for every table.
+Tables that a store's user reads by key only (`lookups_only`: the engine's anchor postings,
+block tables and exact records) keep their memtable in a hash table of linked lists instead of
+a skiplist: a skiplist insert or hit in a memtable of ~100k random keys is a walk of cache
+misses, a bucket one or two, so the engine's state reads and writes get cheaper. The price is
+iteration: a scan of such a table sorts a copy of its memtable, so stores whose users scan in
+their hot path (the global scope's index shards) keep skiplists. A hash memtable cannot take
+concurrent writes, which this store never makes (one writer, one write batch at a time): that
+option is off for every table.
 
 Size on disk: every table is compressed with zstd (RocksDB's default, Snappy, left the state
 ~1.7 times larger on the dev stream, see docs/operations.md); the stored messages (`docs`,
@@ -69,7 +69,10 @@ _REWRITTEN_BUFFER = 8 << 20
 _COMPACT_FROM = 1 << 20
 _INFO_LOGS = 1  # RocksDB's LOG, without a LOG.old.<time> per start
 _MEMTABLE_BLOOM_RATIO = 0.02  # of the write buffer: 1.3 MB for a 64 MB memtable
-_HASH_PREFIX = 8  # the first bytes of a key (all of a shorter one) pick its bucket
+# The first bytes of a key (all of a shorter one) pick its bucket: a hash (anchor, text) whole,
+# a block-table bucket key whole (its table byte and 8-byte block), so the chunks sealed under it
+# (the bucket key and a number) share its bucket.
+_HASH_PREFIX = 9
 _HASH_BUCKETS = 1 << 18  # ~1 key a bucket in a 64 MB memtable of anchor postings (2 MB)
 # Keys a multi-get reads at most: rocksdict's cost a key grows with the keys of one call
 # (several times over from a few hundred keys to tens of thousands), and a backlog's batch of
@@ -167,13 +170,20 @@ class RocksStore:
             raise StateError(f"state scan failed in {self.path}/{cf}: {exc}") from None
 
     def write(self, writes: WriteSet) -> None:
+        """One atomic write batch. The engine's ops come in runs of one table (its ids, buckets,
+        postings): each run's table is made the batch's default once, not passed op by op
+        (rocksdict converts the handle at every call: a fifth of a put's cost)."""
         batch = WriteBatch(raw_mode=True)
-        handles, put, delete = self._handles, batch.put, batch.delete  # ~10 ops a message
-        for cf, key, value in writes.ops:
+        put, delete, default = batch.put, batch.delete, batch.set_default_column_family
+        handles, current = self._handles, None
+        for cf, key, value in writes.ops:  # ~10 ops a message
+            if cf != current:
+                default(handles[cf])
+                current = cf
             if value is None:
-                delete(key, handles[cf])
+                delete(key)
             else:
-                put(key, value, handles[cf])
+                put(key, value)
         for cf, start, end in writes.ranges:
             batch.delete_range(start, end, self._handles[cf])
         try:

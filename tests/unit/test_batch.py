@@ -1,6 +1,7 @@
 """The engine on the in-memory store (the contract double) and on real RocksDB files."""
 
 import gc
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,34 @@ def test_guards_keep_hard_negatives() -> None:
                      "这款手机拍照效果不好电池也耐用"])
     assert v[1].decision is Decision.UNIQUE and v[1].guard == "number"
     assert v[3].decision is Decision.UNIQUE and v[3].guard == "negation"
+
+
+def test_a_new_state_skips_the_lookups_of_what_the_index_never_held() -> None:
+    """On a new state the engine keeps a filter of the anchors and buckets it writes and looks
+    up only those: the same verdicts as looking up everything, far fewer lookups. A state that
+    holds messages already gets no filter."""
+    texts = [BASE, BASE[:20] + "，房间有点小", "完全不同的一段文字内容在这里", BASE[5:] + "推荐",
+             "离地铁站很近，房间干净整洁", BASE.replace("丰富", "单一")] * 3
+    looked_up: Counter[str] = Counter()
+
+    class Counting(MemoryStore):
+        def get_many(self, cf: str, keys: list[bytes]) -> list[bytes | None]:
+            looked_up[cf] += len(keys)
+            return super().get_many(cf, keys)
+
+    filtered = Engine(Settings(), Counting(TABLES))
+    assert filtered._written is not None
+    with_filter = [run(filtered, texts[i:i + 4], start=i) for i in range(0, len(texts), 4)]
+    few = looked_up.copy()
+    looked_up.clear()
+    plain = Engine(Settings(), Counting(TABLES))
+    plain._written = None
+    without = [run(plain, texts[i:i + 4], start=i) for i in range(0, len(texts), 4)]
+    assert with_filter == without
+    assert any(v.decision is Decision.NEAR for batch in without for v in batch)
+    assert few["anchors"] < looked_up["anchors"] / 2
+    assert few["blocks"] < looked_up["blocks"]
+    assert Engine(Settings(), filtered.store)._written is None
 
 
 def test_batch_equals_one_at_a_time() -> None:

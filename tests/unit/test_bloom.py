@@ -1,4 +1,5 @@
-"""Unit tests of the rolling Bloom filter: sizing, measured FPR, rotation, batches, snapshots."""
+"""Unit tests of the rolling Bloom filter: sizing, measured FPR, rotation, batches, snapshots;
+and of the plain one."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from stream_dedup.engine.bloom import BloomSizing, RollingBloom
+from stream_dedup.engine.bloom import Bloom, BloomSizing, RollingBloom
 
 pytestmark = pytest.mark.unit
 
@@ -120,6 +121,35 @@ def test_no_false_negatives_for_added_keys() -> None:
     keys = random_keys(rng, 5000)
     bloom.add(keys, 0)
     assert bloom.contains(keys).all()
+
+
+def test_plain_bloom_has_no_false_negatives_its_fpr_and_is_full_past_its_keys() -> None:
+    rng = np.random.default_rng(10)
+    bloom = Bloom(20_000, 0.01)
+    inserted = random_keys(rng, 20_000)
+    bloom.add(inserted[:10_000])
+    bloom.add(inserted[10_000:])
+    assert bloom.contains(inserted).all() and not bloom.full
+    measured = float(bloom.contains(probe_keys(rng, inserted, 200_000)).mean())
+    assert 0.005 <= measured <= 0.02
+    bloom.add(inserted[:1])
+    assert bloom.full
+
+
+def test_plain_bloom_grows_as_keys_come_and_forgets_none() -> None:
+    rng = np.random.default_rng(11)
+    bloom = Bloom(1_000_000, 0.01)
+    inserted = random_keys(rng, 300_000)
+    assert bloom.memory_bytes < 100_000  # its full size, ~10 bits a key: 1.2 MB
+    small = None
+    for start in range(0, len(inserted), 7000):
+        bloom.add(inserted[start:start + 7000])
+        assert bloom.contains(inserted[:start + 7000]).all()
+        if start + 7000 >= 100_000 and small is None:
+            small = bloom.contains(probe_keys(rng, inserted, 100_000)).mean()
+    assert float(bloom.contains(probe_keys(rng, inserted, 200_000)).mean()) <= 0.02
+    assert small is not None and small <= 0.02 and not bloom.full
+    assert bloom.memory_bytes > 1_100_000
 
 
 def test_rotation_remembers_inside_the_window_and_forgets_after() -> None:

@@ -3,9 +3,11 @@ same in one run, after a crash and after a clean restart."""
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 from stream_dedup.config import Settings, VerifySettings
+from stream_dedup.engine import scope
 from stream_dedup.engine.batch import Engine
 from stream_dedup.engine.commonness import Commonness
 from stream_dedup.engine.stored import TABLES
@@ -50,6 +52,42 @@ def test_generations_forget_and_snapshots_restore() -> None:
     assert again is not None and again.counted == sketch.counted
     assert again.mask(again.hashes([new])[0], len(new)).all()
     assert Commonness.restore(sketch.snapshot(), 1, 3) is None  # another generation size
+
+
+def test_a_batch_pass_masks_and_counts_as_one_message_at_a_time() -> None:
+    """`InOrder` defers counting to the next mask read; each mask, and the sketch after the
+    batch, are what masking and counting one message after the other give, salts and sources
+    too, whether or not a mask is read."""
+    texts = [COMMENT + body for body in ("今天天气很好", "明天下雨了", "股市上涨了", "油价下跌",
+                                         "今天天气很好")] + ["好", "房间干净整洁"]
+    salts = np.array([0, 7, 0, 0, 0, 0, 0], np.uint64)
+    sources = {4: 0}  # message 4 copies message 0
+    read, unread = (2, 3, 5), (4,)
+    one, batch = Commonness(2, 3), Commonness(2, 3)  # a new generation within the batch
+    grams = one.hashes(texts)
+    expected = []
+    for i, salt in enumerate(salts.tolist()):
+        mine = scope.salted(grams[i], salt)
+        if i in read:
+            expected.append(one.mask(mine, len(texts[i])).tolist())
+        source = sources.get(i)
+        one.learn(mine, None if source is None else scope.salted(grams[source], salt))
+    counts = batch.in_order(texts, salts)
+    got, late = [], []
+    for i in range(len(salts)):
+        if i in read:
+            got.append(list(counts.mask(i)))
+        elif i in unread:
+            late.append(counts.mask(i))
+        if i in sources:
+            counts.source(i, sources[i])
+    counts.finish()
+    assert got == expected
+    assert all(expected[1][:len(COMMENT)])  # the comment is common by message 3
+    # the copy adds nothing to its source, the one-character text has no trigram: not counted
+    assert batch.snapshot() == one.snapshot() and batch.counted == len(salts) - 2
+    with pytest.raises(RuntimeError, match="read after a later one"):
+        late[0][0]
 
 
 STREAM = [

@@ -21,7 +21,8 @@ from operator import length_hint
 import numpy as np
 
 from ...state.store import KVStore, WriteSet
-from ..fingerprint import run_starts
+from ..bloom import Bloom
+from ..fingerprint import mix64, run_starts
 from .chunks import CHUNK, Sealed, read_buckets, seal
 from .layout import Layout
 from .pairs import SEQ_BITS, anchor_pairs
@@ -124,6 +125,19 @@ def _packed(values: list[bytes | None], dtype: np.dtype) -> tuple[np.ndarray, np
                                count=len(values)) // dtype.itemsize
 
 
+def _bucket_hashes(tables: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each bucket (table, key) for the filter of what was written."""
+    return mix64((tables.astype(_U64) << _U64(56)) | keys)
+
+
+def _scattered(wanted: list[int], found: list[bytes | None], size: int) -> list[bytes | None]:
+    """`size` values: found[j] at wanted[j], None elsewhere."""
+    values: list[bytes | None] = [None] * size
+    for i, value in zip(wanted, found, strict=True):
+        values[i] = value
+    return values
+
+
 @dataclass(frozen=True, slots=True)
 class AnchorQuery:
     """The anchors of a batch's rows and how their matches count.
@@ -143,13 +157,21 @@ class AnchorQuery:
 
 
 class BatchProbe:
-    """Probe the block tables and anchor postings for a batch and stage the batch's inserts."""
+    """Probe the block tables and anchor postings for a batch and stage the batch's inserts.
 
-    def __init__(self, store: KVStore, layout: Layout, postings: int, stored: int) -> None:
+    `written`: a filter of every anchor and bucket the store holds (every one written since the
+    index was empty: a bucket by `_bucket_hashes`), which the batch's are added to: what it
+    never saw is not looked up (most anchors of a batch have no postings, many buckets of a
+    young index no entries, and a lookup that finds nothing costs the store about as much as
+    one that finds something)."""
+
+    def __init__(self, store: KVStore, layout: Layout, postings: int, stored: int,
+                 written: Bloom | None = None) -> None:
         self._store = store
         self._layout = layout
         self._postings = postings
         self._stored = stored
+        self._written = written
         self._puts: list[tuple[str, bytes, bytes]] = []
 
     def run(self, fps: np.ndarray, seqs: np.ndarray, anchors: AnchorQuery,
@@ -186,7 +208,13 @@ class BatchProbe:
         inverse[order] = new.cumsum() - 1
         first = order[new]
         names = bucket_keys(tables[first], keys[first])
-        values, sealed = read_buckets(self._store, names)
+        hashes = _bucket_hashes(tables[first], keys[first])
+        wanted = self._maybe_written(hashes)
+        if wanted is None:
+            values, sealed = read_buckets(self._store, names)
+        else:
+            found, sealed = read_buckets(self._store, [names[i] for i in wanted])
+            values = _scattered(wanted, found, len(names))
         stored, lengths = _packed(values, ENTRY)
         starts = lengths.cumsum() - lengths
         rows, idx = _ragged(lengths[inverse], starts[inverse])
@@ -198,6 +226,8 @@ class BatchProbe:
         dist = np.bitwise_count(cand_fp ^ fps[owner])
         close = dist <= candidate_distance
         self._stage_buckets(names, stored, lengths, inverse, order, fps, seqs, sealed)
+        if self._written is not None:  # every bucket probed gets the batch's entries
+            self._written.add(hashes)
         return ((owner[close].astype(_U64) << _U64(SEQ_BITS)) | cand_seq[close],
                 dist[close].astype(np.int64), len(dist))
 
@@ -265,14 +295,30 @@ class BatchProbe:
         order = _argsort(flat)
         uniq, inverse = _unique_inverse(flat, order)
         names = anchor_keys(uniq)
-        stored, lengths = _packed(self._store.get_many("anchors", names), np.dtype("<u8"))
+        stored, lengths = _packed(self._postings_of(uniq, names), np.dtype("<u8"))
         keys, qualifies, score = anchor_pairs(order, inverse, posted, owner_of, seqs, stored,
                                               lengths, self._postings, family, query.weights,
                                               query.need)
         poster = order[posted[order]]  # by anchor, then position
         self._puts += self._append("anchors", names, stored, lengths, inverse[poster],
                                    seqs[owner_of[poster]], self._postings)[0]
+        if self._written is not None:
+            self._written.add(flat[poster])
         return keys, qualifies, score
+
+    def _postings_of(self, anchors: np.ndarray, names: list[bytes]) -> list[bytes | None]:
+        """The stored postings of each anchor (None: none)."""
+        wanted = self._maybe_written(anchors)
+        if wanted is None:
+            return self._store.get_many("anchors", names)
+        return _scattered(wanted, self._store.get_many("anchors", [names[i] for i in wanted]),
+                          len(names))
+
+    def _maybe_written(self, hashes: np.ndarray) -> list[int] | None:
+        """Where `written` may hold the hashes: the keys to look up (None: all of them)."""
+        if self._written is None:
+            return None
+        return self._written.contains(hashes).nonzero()[0].tolist()
 
     # -- ranking --------------------------------------------------------------------------
 
