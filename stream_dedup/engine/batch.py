@@ -275,6 +275,7 @@ class Engine(Snapshots):
         """Decide exact duplicates; return the rest for the near stage."""
         for p in fresh:  # salted by scope: equal texts of two scopes never match
             p.hash = content_hash(p.text, p.msg.text) ^ scope.salt(p.msg.scope)
+            p.ending = mood.kept_ending(p.text, p.msg.text)
         if not fresh:
             return []
         if not self.settings.exact.enabled:
@@ -292,7 +293,6 @@ class Engine(Snapshots):
             matched = next(stored) if hit else None
             if matched is None:
                 matched = earlier.get(p.hash)
-            p.ending = mood.kept_ending(p.text, p.msg.text)
             if matched is not None:
                 p.repeat = True
                 p.verdict = repeat_verdict(p.msg.id, matched[0], p.text, (matched[1], p.ending),
@@ -388,7 +388,7 @@ class Engine(Snapshots):
                 ranked.append(Candidate(ident, text, fp, dist, next(measured)))
             p.verdict = closest_verdict(p.msg.id, p.text, p.fp, ranked, vs,
                                         counts.mask(i) if counts is not None else None,
-                                        p.clauses, mood.asks(p.msg.text))
+                                        p.clauses, p.ending == mood.ASKS)
             if counts is not None:  # a copy is counted for what it adds to its source
                 source = source_seq(p.verdict, ranked, [seq for seq, _ in cands])
                 if source is not None:
