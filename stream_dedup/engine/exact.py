@@ -49,11 +49,12 @@ def exact_key(h: int) -> bytes:
 # A message's ending (`mood.ending`) in the two top bits of its stored seq: a record written
 # without one reads as NONE.
 _ENDINGS = (NONE, ASKS, STATES)
+_TOP_BITS = {ending: code << 62 for code, ending in enumerate(_ENDINGS)}
 _SEQ_BITS = (1 << 62) - 1
 
 
 def exact_value(seq: int, message_id: str, ending: str = NONE) -> bytes:
-    return _U64.pack(seq | _ENDINGS.index(ending) << 62) + message_id.encode("utf-8")
+    return _U64.pack(seq | _TOP_BITS[ending]) + message_id.encode("utf-8")
 
 
 def exact_entry(value: bytes) -> tuple[int, str, str]:
