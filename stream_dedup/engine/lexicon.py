@@ -24,7 +24,6 @@ differing span:
 from __future__ import annotations
 
 import gc
-import unicodedata
 from collections.abc import Iterable
 from functools import cache, lru_cache
 
@@ -32,11 +31,8 @@ from . import resources, tagger
 
 _COMMON = 20  # jieba corpus count from which an entry is a common word (实惠 294, 离谱 51)
 _CACHED_CUT = 64  # characters: texts up to this long keep their segmentation (bounded memory)
-# OpenCC configurations whose results are simplified: the variant forms of a character that
-# feeds write (traditional, Taiwan and Hong Kong standards) fold to the mainland one.
-_TO_SIMPLIFIED = ("t2s", "tw2s", "hk2s")
-# ... and with Taiwan's vocabulary as well (光碟 / 光盘, 计程车 / 出租车): regional words of one
-# meaning.
+# OpenCC's configuration to simplified forms with Taiwan's vocabulary as well (光碟 / 光盘,
+# 计程车 / 出租车): regional words of one meaning.
 _REGIONAL = "tw2sp"
 
 
@@ -59,8 +55,8 @@ class Lexicon:
         self._shapes = found.shapes
         self._synsets = found.synsets
         self._polarity = found.polarity
-        self._converters = [opencc.OpenCC(name) for name in _TO_SIMPLIFIED]
-        self._japanese = opencc.OpenCC("jp2t")
+        self._folded = found.forms
+        self._folding = resources.Folding()
         self._regional = opencc.OpenCC(_REGIONAL)
 
     # -- words ------------------------------------------------------------------------------
@@ -166,12 +162,12 @@ class Lexicon:
     @cache  # noqa: B019 - one lexicon per process, never released
     def readings(self, ch: str) -> frozenset[str]:
         """Every toneless reading of a character: pypinyin's own table read directly, its tone
-        marks taken off (ü kept apart as v). A character the table lacks (not Chinese, or a rare
-        one) reads as itself, as pypinyin reads it."""
+        marks taken off (ü kept apart as v: `resources`). A character the table lacks (not
+        Chinese, or a rare one) reads as itself, as pypinyin reads it."""
         found = self._readings.get(ord(ch))
         if found is None:
             return frozenset(ch)
-        return frozenset(_toneless(r) for r in found.split(","))
+        return frozenset(found.split(","))
 
     def same_sound(self, x: str, y: str) -> bool:
         """Equally long, and each character of `x` shares a reading with the one of `y` in its
@@ -197,10 +193,12 @@ class Lexicon:
 
     @cache  # noqa: B019 - one lexicon per process, never released
     def _forms(self, ch: str) -> frozenset[str]:
-        # the Japanese form folded as well, when it is another character (the conversions
-        # leave most characters as they are)
-        return frozenset(convert.convert(form) for form in {ch, self._japanese.convert(ch)}
-                         for convert in self._converters)
+        """The simplified forms a character folds to: read ahead for the Chinese characters'
+        blocks, converted when first met for the others."""
+        found = self._folded.get(ch)
+        if found is None:
+            return frozenset(ch) if resources.folded_ahead(ch) else self._folding(ch)
+        return found
 
     # -- meaning -----------------------------------------------------------------------------
 
@@ -215,12 +213,6 @@ class Lexicon:
 
 
 ENTITY_TAGS = frozenset({"nr", "nrt", "nrfg", "ns", "nt", "nz"})
-
-
-def _toneless(reading: str) -> str:
-    """A pinyin reading without its tone mark: lǘ -> lv, háng -> hang."""
-    decomposed = unicodedata.normalize("NFD", reading).replace("u\u0308", "v")
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
 
 
 def longest(words: list[str]) -> str:
