@@ -49,6 +49,8 @@ class Lexicon:
         self.tags = found.tags
         self.surnames = found.surnames
         self.antonyms = found.antonyms
+        # the words of some antonym pair: most spans have none, answered by one set operation
+        self.antonymous = frozenset(x for x, _ in found.antonyms)
         self._posseg = jieba.posseg.lcut
         self._cut = jieba.lcut
         self._readings = found.readings
@@ -210,6 +212,10 @@ class Lexicon:
     def polarity(self, word: str) -> int:
         """+1 for a positive word, -1 for a negative one, 0 for neither (or both)."""
         return self._polarity.get(word, 0)
+
+    def any_polar(self, words: Iterable[str]) -> bool:
+        """Whether one of `words` has a `polarity` (the lists hold only words that have one)."""
+        return not self._polarity.keys().isdisjoint(words)
 
 
 ENTITY_TAGS = frozenset({"nr", "nrt", "nrfg", "ns", "nt", "nz"})

@@ -89,11 +89,27 @@ class Span:
 
 
 def _common_prefix(a: str, b: str) -> int:
-    """Length of the common prefix, by bisection on slice comparisons (C speed)."""
-    lo, hi = 0, min(len(a), len(b))
+    """Length of the common prefix, by bisection on prefix tests (C speed)."""
+    if not a or not b or a[0] != b[0]:
+        return 0  # most texts that differ at the start differ in their first character
+    lo, hi = 1, min(len(a), len(b))
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
+        if b.startswith(a[:mid]):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _common_suffix(a: str, b: str, most: int) -> int:
+    """Length of the common suffix, at most `most`, as `_common_prefix` finds a prefix."""
+    if not most or a[-1] != b[-1]:
+        return 0
+    lo, hi = 1, most
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if b.endswith(a[len(a) - mid :]):
             lo = mid
         else:
             hi = mid - 1
@@ -104,9 +120,11 @@ def opcodes(a: str, b: str) -> list[tuple[str, int, int, int, int]]:
     """difflib's opcodes for a -> b, with the common prefix and suffix aligned first so the
     quadratic matcher only sees the part that differs."""
     p = _common_prefix(a, b)
-    q = _common_prefix(a[p:][::-1], b[p:][::-1])
+    q = _common_suffix(a, b, min(len(a), len(b)) - p)
     x, y = a[p : len(a) - q], b[p : len(b) - q]
-    if (x or y) and (not x or not y or set(x).isdisjoint(y)):
+    # (a character at either end of x found in y: they share one, no set built)
+    if (x or y) and (not x or not y or (
+            x[0] not in y and x[-1] not in y and set(x).isdisjoint(y))):
         # Nothing in common: the matcher finds no block and answers one span, as here.
         tag = "replace" if x and y else "insert" if y else "delete"
         ops = [(tag, p, len(a) - q, p, len(b) - q)]
@@ -171,6 +189,8 @@ def _changed_in_material(a: str, b: str, spans: list[Span], lex: Lexicon) -> lis
     words taken out and those put in both exist and differ, the benign spans that carry them
     are number (date), entity or date changes. Material only added or only dropped, or moved
     unchanged, stays benign."""
+    if all(s.op == "insert" for s in spans) or all(s.op == "delete" for s in spans):
+        return spans  # material only added or only cut, as most pairs are: nothing taken for it
     benign = [s for s in spans if s.kind not in MEANING_CLASSES]
     taken = "|".join([a[s.i1 : s.i2] for s in benign])
     put = "|".join([b[s.j1 : s.j2] for s in benign])

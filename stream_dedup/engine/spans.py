@@ -174,7 +174,8 @@ def _turned(words_a: list[str], words_b: list[str], pairs: list[tuple[str, str]]
     """A word replaced by its antonym (the antonym list, any words covering the span), or a word
     replaced by a word of the opposite sentiment (`_word_pairs`: 实惠 / 离谱). `pairs` None:
     not looked for, as no sentiment word covers the span on both sides (`_sentiment_on_both`)."""
-    if any((x, y) in lex.antonyms for x in words_a for y in words_b):
+    if not lex.antonymous.isdisjoint(words_a) and any(
+            (x, y) in lex.antonyms for x in words_a for y in words_b):
         return True
     return any(lex.polarity(x) * lex.polarity(y) < 0 for x, y in pairs or ())
 
@@ -182,7 +183,7 @@ def _turned(words_a: list[str], words_b: list[str], pairs: list[tuple[str, str]]
 def _sentiment_on_both(words_a: list[str], words_b: list[str], lex: Lexicon) -> bool:
     """Whether words of some sentiment cover the span on both sides: without, no pair of
     `_word_pairs` (words of `words_at`, all of them) has two words of opposite sentiment."""
-    return any(map(lex.polarity, words_a)) and any(map(lex.polarity, words_b))
+    return lex.any_polar(words_a) and lex.any_polar(words_b)
 
 
 def replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Lexicon) -> str:
