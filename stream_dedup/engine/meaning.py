@@ -159,6 +159,18 @@ def _contained(a: str, b: str) -> list[tuple[str, int, int, int, int]]:
     return [span for span in spans if span[2] > span[1] or span[4] > span[3]]
 
 
+def _differing(a: str, b: str, lex: Lexicon) -> list[tuple[str, int, int, int, int]]:
+    """The spans of `opcodes` where the texts differ, a replaced one at an edge parted by
+    `_slip_beside_edge`."""
+    spans = []
+    for op in opcodes(a, b):
+        if op[0] == "replace":
+            spans.extend(_slip_beside_edge(a, b, op, lex))
+        elif op[0] != "equal":
+            spans.append(op)
+    return spans
+
+
 def _slip_beside_edge(a: str, b: str, op: tuple[str, int, int, int, int],
                       lex: Lexicon) -> list[tuple[str, int, int, int, int]]:
     """An edge's replaced span parted into what one text adds at the edge and a slip next to the
@@ -237,8 +249,7 @@ def classify(a: str, b: str, common: Sequence[bool] | None = None,
     added at an edge is material. `clauses`: where b's clauses end (`Normalizer.with_clauses`);
     without them a moved clause of a word or two reads as words that trade places."""
     lex = lexicon()
-    spans = _contained(a, b) or [part for op in opcodes(a, b) if op[0] != "equal"
-                                 for part in _slip_beside_edge(a, b, op, lex)]
+    spans = _contained(a, b) or _differing(a, b, lex)
     order = reordered(a, b, spans, lex, clauses)
     if order:
         return [Span(op[0], op[1], op[2], op[3], op[4], order) for op in spans]
