@@ -201,7 +201,8 @@ def _changed_in_material(a: str, b: str, spans: list[Span], lex: Lexicon) -> lis
     words taken out and those put in both exist and differ, the benign spans that carry them
     are number (date), entity or date changes. Material only added or only dropped, or moved
     unchanged, stays benign."""
-    if all(s.op == "insert" for s in spans) or all(s.op == "delete" for s in spans):
+    ops = {s.op for s in spans}
+    if len(ops) < 2 and "replace" not in ops:
         return spans  # material only added or only cut, as most pairs are: nothing taken for it
     benign = [s for s in spans if s.kind not in MEANING_CLASSES]
     taken = "|".join([a[s.i1 : s.i2] for s in benign])
@@ -219,7 +220,8 @@ def _changed_in_material(a: str, b: str, spans: list[Span], lex: Lexicon) -> lis
     put_inside = "|".join([b[s.j1 : s.j2] for s in inside])
     # Cut only when both sides hold a name or time word at all (cutting costs far more than
     # looking): else neither class has words on both sides to differ.
-    if lex.holds_tagged(taken_inside, _NAMED) and lex.holds_tagged(put_inside, _NAMED):
+    if inside and (lex.holds_tagged(taken_inside, _NAMED)
+                   and lex.holds_tagged(put_inside, _NAMED)):
         # cut once for both classes
         taken_words, put_words = lex.segment(taken_inside), lex.segment(put_inside)
         for tags, kind in ((ENTITY_TAGS, "entity"), (TIME_TAGS, "date")):

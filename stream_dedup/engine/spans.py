@@ -193,12 +193,14 @@ def replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Lex
     the meaning classes."""
     _, i1, i2, j1, j2 = span
     part_a, part_b = a[i1:i2], b[j1:j2]
-    if _same_value(a, b, span):
+    # (the three number rules read numerals: most spans have none, asked once)
+    numeral = _has_numeral(part_a) or _has_numeral(part_b)
+    if numeral and _same_value(a, b, span):
         return "form"  # a number written another way (4000 / 四千 / 4千)
-    beside = _beside_number(a, b, span, lex)
+    beside = _beside_number(a, b, span, lex) if numeral else None
     if beside is not None:
         return beside  # a slip or a comment next to a number written another way
-    if (has_digit(part_a) and has_digit(part_b)) or _numerals_only(part_a, part_b):
+    if (has_digit(part_a) and has_digit(part_b)) or (numeral and _numerals_only(part_a, part_b)):
         return number_kind(a, b, span, lex)  # a number for another, however long its words
     if max(len(part_a), len(part_b)) >= _MATERIAL_MIN:  # a rewritten or cut passage
         return "material" if i1 == 0 or i2 == len(a) or j1 == 0 or j2 == len(b) else "edit"
