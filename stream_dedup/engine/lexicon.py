@@ -24,7 +24,7 @@ differing span:
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import cache, lru_cache
 
 from . import resources, tagger
@@ -174,20 +174,24 @@ class Lexicon:
     def same_sound(self, x: str, y: str) -> bool:
         """Equally long, and each character of `x` shares a reading with the one of `y` in its
         place: an input-method typo (pinyin typed, the wrong character of that sound taken)."""
-        return len(x) == len(y) and all(
-            c == d or not self.readings(c).isdisjoint(self.readings(d))
-            for c, d in zip(x, y, strict=True))
+        return _in_each_place(x, y, self._share_reading)
+
+    def _share_reading(self, c: str, d: str) -> bool:
+        return not self.readings(c).isdisjoint(self.readings(d))
 
     def similar_shape(self, x: str, y: str) -> bool:
         """Equally long, and each differing pair of characters of one shape group."""
-        return len(x) == len(y) and all(
-            c == d or (c, d) in self._shapes for c, d in zip(x, y, strict=True))
+        return _in_each_place(x, y, self._shape_pair)
+
+    def _shape_pair(self, c: str, d: str) -> bool:
+        return (c, d) in self._shapes
 
     def variant(self, x: str, y: str) -> bool:
         """Equally long, and each differing pair of characters folds to one simplified form."""
-        return len(x) == len(y) and all(
-            c == d or not self._forms(c).isdisjoint(self._forms(d))
-            for c, d in zip(x, y, strict=True))
+        return _in_each_place(x, y, self._share_form)
+
+    def _share_form(self, c: str, d: str) -> bool:
+        return not self._forms(c).isdisjoint(self._forms(d))
 
     def regional(self, x: str, y: str) -> bool:
         """Whether two words are one word in the vocabularies of two regions (光碟 / 光盘)."""
@@ -219,6 +223,16 @@ class Lexicon:
 
 
 ENTITY_TAGS = frozenset({"nr", "nrt", "nrfg", "ns", "nt", "nz"})
+
+
+def _in_each_place(x: str, y: str, related: Callable[[str, str], bool]) -> bool:
+    """Equally long, and each differing pair of characters, one of each in its place, `related`.
+    One character, most spans, is compared without a generator."""
+    if len(x) != len(y):
+        return False
+    if len(x) == 1:
+        return x == y or related(x, y)
+    return all(c == d or related(c, d) for c, d in zip(x, y, strict=True))
 
 
 def longest(words: list[str]) -> str:
