@@ -24,19 +24,15 @@ differing span:
 from __future__ import annotations
 
 import gc
-import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import cache, lru_cache
 
 from . import resources, tagger
 
 _COMMON = 20  # jieba corpus count from which an entry is a common word (实惠 294, 离谱 51)
 _CACHED_CUT = 64  # characters: texts up to this long keep their segmentation (bounded memory)
-# OpenCC configurations whose results are simplified: the variant forms of a character that
-# feeds write (traditional, Taiwan and Hong Kong standards) fold to the mainland one.
-_TO_SIMPLIFIED = ("t2s", "tw2s", "hk2s")
-# ... and with Taiwan's vocabulary as well (光碟 / 光盘, 计程车 / 出租车): regional words of one
-# meaning.
+# OpenCC's configuration to simplified forms with Taiwan's vocabulary as well (光碟 / 光盘,
+# 计程车 / 出租车): regional words of one meaning.
 _REGIONAL = "tw2sp"
 
 
@@ -53,14 +49,16 @@ class Lexicon:
         self.tags = found.tags
         self.surnames = found.surnames
         self.antonyms = found.antonyms
+        # the words of some antonym pair: most spans have none, answered by one set operation
+        self.antonymous = frozenset(x for x, _ in found.antonyms)
         self._posseg = jieba.posseg.lcut
         self._cut = jieba.lcut
         self._readings = found.readings
         self._shapes = found.shapes
         self._synsets = found.synsets
         self._polarity = found.polarity
-        self._converters = [opencc.OpenCC(name) for name in _TO_SIMPLIFIED]
-        self._japanese = opencc.OpenCC("jp2t")
+        self._folded = found.forms
+        self._folding = resources.Folding()
         self._regional = opencc.OpenCC(_REGIONAL)
 
     # -- words ------------------------------------------------------------------------------
@@ -166,30 +164,34 @@ class Lexicon:
     @cache  # noqa: B019 - one lexicon per process, never released
     def readings(self, ch: str) -> frozenset[str]:
         """Every toneless reading of a character: pypinyin's own table read directly, its tone
-        marks taken off (ü kept apart as v). A character the table lacks (not Chinese, or a rare
-        one) reads as itself, as pypinyin reads it."""
+        marks taken off (ü kept apart as v: `resources`). A character the table lacks (not
+        Chinese, or a rare one) reads as itself, as pypinyin reads it."""
         found = self._readings.get(ord(ch))
         if found is None:
             return frozenset(ch)
-        return frozenset(_toneless(r) for r in found.split(","))
+        return frozenset(found.split(","))
 
     def same_sound(self, x: str, y: str) -> bool:
         """Equally long, and each character of `x` shares a reading with the one of `y` in its
         place: an input-method typo (pinyin typed, the wrong character of that sound taken)."""
-        return len(x) == len(y) and all(
-            c == d or not self.readings(c).isdisjoint(self.readings(d))
-            for c, d in zip(x, y, strict=True))
+        return _in_each_place(x, y, self._share_reading)
+
+    def _share_reading(self, c: str, d: str) -> bool:
+        return not self.readings(c).isdisjoint(self.readings(d))
 
     def similar_shape(self, x: str, y: str) -> bool:
         """Equally long, and each differing pair of characters of one shape group."""
-        return len(x) == len(y) and all(
-            c == d or (c, d) in self._shapes for c, d in zip(x, y, strict=True))
+        return _in_each_place(x, y, self._shape_pair)
+
+    def _shape_pair(self, c: str, d: str) -> bool:
+        return (c, d) in self._shapes
 
     def variant(self, x: str, y: str) -> bool:
         """Equally long, and each differing pair of characters folds to one simplified form."""
-        return len(x) == len(y) and all(
-            c == d or not self._forms(c).isdisjoint(self._forms(d))
-            for c, d in zip(x, y, strict=True))
+        return _in_each_place(x, y, self._share_form)
+
+    def _share_form(self, c: str, d: str) -> bool:
+        return not self._forms(c).isdisjoint(self._forms(d))
 
     def regional(self, x: str, y: str) -> bool:
         """Whether two words are one word in the vocabularies of two regions (光碟 / 光盘)."""
@@ -197,10 +199,12 @@ class Lexicon:
 
     @cache  # noqa: B019 - one lexicon per process, never released
     def _forms(self, ch: str) -> frozenset[str]:
-        # the Japanese form folded as well, when it is another character (the conversions
-        # leave most characters as they are)
-        return frozenset(convert.convert(form) for form in {ch, self._japanese.convert(ch)}
-                         for convert in self._converters)
+        """The simplified forms a character folds to: read ahead for the Chinese characters'
+        blocks, converted when first met for the others."""
+        found = self._folded.get(ch)
+        if found is None:
+            return frozenset(ch) if resources.folded_ahead(ch) else self._folding(ch)
+        return found
 
     # -- meaning -----------------------------------------------------------------------------
 
@@ -213,14 +217,22 @@ class Lexicon:
         """+1 for a positive word, -1 for a negative one, 0 for neither (or both)."""
         return self._polarity.get(word, 0)
 
+    def any_polar(self, words: Iterable[str]) -> bool:
+        """Whether one of `words` has a `polarity` (the lists hold only words that have one)."""
+        return not self._polarity.keys().isdisjoint(words)
+
 
 ENTITY_TAGS = frozenset({"nr", "nrt", "nrfg", "ns", "nt", "nz"})
 
 
-def _toneless(reading: str) -> str:
-    """A pinyin reading without its tone mark: lǘ -> lv, háng -> hang."""
-    decomposed = unicodedata.normalize("NFD", reading).replace("u\u0308", "v")
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
+def _in_each_place(x: str, y: str, related: Callable[[str, str], bool]) -> bool:
+    """Equally long, and each differing pair of characters, one of each in its place, `related`.
+    One character, most spans, is compared without a generator."""
+    if len(x) != len(y):
+        return False
+    if len(x) == 1:
+        return x == y or related(x, y)
+    return all(c == d or related(c, d) for c, d in zip(x, y, strict=True))
 
 
 def longest(words: list[str]) -> str:

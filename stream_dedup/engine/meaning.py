@@ -89,11 +89,27 @@ class Span:
 
 
 def _common_prefix(a: str, b: str) -> int:
-    """Length of the common prefix, by bisection on slice comparisons (C speed)."""
-    lo, hi = 0, min(len(a), len(b))
+    """Length of the common prefix, by bisection on prefix tests (C speed)."""
+    if not a or not b or a[0] != b[0]:
+        return 0  # most texts that differ at the start differ in their first character
+    lo, hi = 1, min(len(a), len(b))
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
+        if b.startswith(a[:mid]):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _common_suffix(a: str, b: str, most: int) -> int:
+    """Length of the common suffix, at most `most`, as `_common_prefix` finds a prefix."""
+    if not most or a[-1] != b[-1]:
+        return 0
+    lo, hi = 1, most
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if b.endswith(a[len(a) - mid :]):
             lo = mid
         else:
             hi = mid - 1
@@ -104,9 +120,11 @@ def opcodes(a: str, b: str) -> list[tuple[str, int, int, int, int]]:
     """difflib's opcodes for a -> b, with the common prefix and suffix aligned first so the
     quadratic matcher only sees the part that differs."""
     p = _common_prefix(a, b)
-    q = _common_prefix(a[p:][::-1], b[p:][::-1])
+    q = _common_suffix(a, b, min(len(a), len(b)) - p)
     x, y = a[p : len(a) - q], b[p : len(b) - q]
-    if (x or y) and (not x or not y or set(x).isdisjoint(y)):
+    # (a character at either end of x found in y: they share one, no set built)
+    if (x or y) and (not x or not y or (
+            x[0] not in y and x[-1] not in y and set(x).isdisjoint(y))):
         # Nothing in common: the matcher finds no block and answers one span, as here.
         tag = "replace" if x and y else "insert" if y else "delete"
         ops = [(tag, p, len(a) - q, p, len(b) - q)]
@@ -141,6 +159,18 @@ def _contained(a: str, b: str) -> list[tuple[str, int, int, int, int]]:
     return [span for span in spans if span[2] > span[1] or span[4] > span[3]]
 
 
+def _differing(a: str, b: str, lex: Lexicon) -> list[tuple[str, int, int, int, int]]:
+    """The spans of `opcodes` where the texts differ, a replaced one at an edge parted by
+    `_slip_beside_edge`."""
+    spans = []
+    for op in opcodes(a, b):
+        if op[0] == "replace":
+            spans.extend(_slip_beside_edge(a, b, op, lex))
+        elif op[0] != "equal":
+            spans.append(op)
+    return spans
+
+
 def _slip_beside_edge(a: str, b: str, op: tuple[str, int, int, int, int],
                       lex: Lexicon) -> list[tuple[str, int, int, int, int]]:
     """An edge's replaced span parted into what one text adds at the edge and a slip next to the
@@ -171,6 +201,9 @@ def _changed_in_material(a: str, b: str, spans: list[Span], lex: Lexicon) -> lis
     words taken out and those put in both exist and differ, the benign spans that carry them
     are number (date), entity or date changes. Material only added or only dropped, or moved
     unchanged, stays benign."""
+    ops = {s.op for s in spans}
+    if len(ops) < 2 and "replace" not in ops:
+        return spans  # material only added or only cut, as most pairs are: nothing taken for it
     benign = [s for s in spans if s.kind not in MEANING_CLASSES]
     taken = "|".join([a[s.i1 : s.i2] for s in benign])
     put = "|".join([b[s.j1 : s.j2] for s in benign])
@@ -187,7 +220,8 @@ def _changed_in_material(a: str, b: str, spans: list[Span], lex: Lexicon) -> lis
     put_inside = "|".join([b[s.j1 : s.j2] for s in inside])
     # Cut only when both sides hold a name or time word at all (cutting costs far more than
     # looking): else neither class has words on both sides to differ.
-    if lex.holds_tagged(taken_inside, _NAMED) and lex.holds_tagged(put_inside, _NAMED):
+    if inside and (lex.holds_tagged(taken_inside, _NAMED)
+                   and lex.holds_tagged(put_inside, _NAMED)):
         # cut once for both classes
         taken_words, put_words = lex.segment(taken_inside), lex.segment(put_inside)
         for tags, kind in ((ENTITY_TAGS, "entity"), (TIME_TAGS, "date")):
@@ -217,8 +251,7 @@ def classify(a: str, b: str, common: Sequence[bool] | None = None,
     added at an edge is material. `clauses`: where b's clauses end (`Normalizer.with_clauses`);
     without them a moved clause of a word or two reads as words that trade places."""
     lex = lexicon()
-    spans = _contained(a, b) or [part for op in opcodes(a, b) if op[0] != "equal"
-                                 for part in _slip_beside_edge(a, b, op, lex)]
+    spans = _contained(a, b) or _differing(a, b, lex)
     order = reordered(a, b, spans, lex, clauses)
     if order:
         return [Span(op[0], op[1], op[2], op[3], op[4], order) for op in spans]

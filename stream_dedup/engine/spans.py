@@ -174,7 +174,8 @@ def _turned(words_a: list[str], words_b: list[str], pairs: list[tuple[str, str]]
     """A word replaced by its antonym (the antonym list, any words covering the span), or a word
     replaced by a word of the opposite sentiment (`_word_pairs`: 实惠 / 离谱). `pairs` None:
     not looked for, as no sentiment word covers the span on both sides (`_sentiment_on_both`)."""
-    if any((x, y) in lex.antonyms for x in words_a for y in words_b):
+    if not lex.antonymous.isdisjoint(words_a) and any(
+            (x, y) in lex.antonyms for x in words_a for y in words_b):
         return True
     return any(lex.polarity(x) * lex.polarity(y) < 0 for x, y in pairs or ())
 
@@ -182,7 +183,7 @@ def _turned(words_a: list[str], words_b: list[str], pairs: list[tuple[str, str]]
 def _sentiment_on_both(words_a: list[str], words_b: list[str], lex: Lexicon) -> bool:
     """Whether words of some sentiment cover the span on both sides: without, no pair of
     `_word_pairs` (words of `words_at`, all of them) has two words of opposite sentiment."""
-    return any(map(lex.polarity, words_a)) and any(map(lex.polarity, words_b))
+    return lex.any_polar(words_a) and lex.any_polar(words_b)
 
 
 def replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Lexicon) -> str:
@@ -192,12 +193,14 @@ def replaced_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Lex
     the meaning classes."""
     _, i1, i2, j1, j2 = span
     part_a, part_b = a[i1:i2], b[j1:j2]
-    if _same_value(a, b, span):
+    # (the three number rules read numerals: most spans have none, asked once)
+    numeral = _has_numeral(part_a) or _has_numeral(part_b)
+    if numeral and _same_value(a, b, span):
         return "form"  # a number written another way (4000 / 四千 / 4千)
-    beside = _beside_number(a, b, span, lex)
+    beside = _beside_number(a, b, span, lex) if numeral else None
     if beside is not None:
         return beside  # a slip or a comment next to a number written another way
-    if (has_digit(part_a) and has_digit(part_b)) or _numerals_only(part_a, part_b):
+    if (has_digit(part_a) and has_digit(part_b)) or (numeral and _numerals_only(part_a, part_b)):
         return number_kind(a, b, span, lex)  # a number for another, however long its words
     if max(len(part_a), len(part_b)) >= _MATERIAL_MIN:  # a rewritten or cut passage
         return "material" if i1 == 0 or i2 == len(a) or j1 == 0 or j2 == len(b) else "edit"

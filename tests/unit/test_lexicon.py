@@ -70,6 +70,18 @@ def test_word_relations(lex: Lexicon) -> None:
     assert (lex.polarity("好"), lex.polarity("差"), lex.polarity("桌子")) == (1, -1, 0)
 
 
+def test_the_forms_read_ahead_are_openccs_own(lex: Lexicon) -> None:
+    from stream_dedup.engine import resources
+
+    folding = resources.Folding()
+    for lo, hi in resources._FOLDED_BLOCKS:  # every character of the blocks read ahead
+        for ch in map(chr, range(lo, hi + 1)):
+            assert lex._forms(ch) == folding(ch), ch
+    for ch in ("𡃉", "𠸏", "a", "😀"):  # outside them: converted when met
+        assert not resources.folded_ahead(ch) and lex._forms(ch) == folding(ch)
+    assert lex._forms("門") == {"门"} and lex._forms("门") == {"门"}
+
+
 def test_words_and_common_words(lex: Lexicon) -> None:
     assert lex.is_word("北京大学") and not lex.is_word("京大")
     assert lex.is_common("老师")

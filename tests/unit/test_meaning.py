@@ -84,6 +84,26 @@ def test_opcodes_are_difflibs(monkeypatch: pytest.MonkeyPatch) -> None:
     assert got == [meaning.opcodes(a, b) for a, b in pairs]
 
 
+def test_common_prefix_and_suffix_are_the_plain_scans() -> None:
+    import random
+
+    from stream_dedup.engine.batch import meaning
+
+    def scan(x: str, y: str) -> int:
+        n = 0
+        while n < min(len(x), len(y)) and x[n] == y[n]:
+            n += 1
+        return n
+
+    rng = random.Random(5)
+    for _ in range(3000):
+        a, b = ("".join(rng.choice("ab的") for _ in range(rng.randint(0, 12))) for _ in "ab")
+        p = scan(a, b)
+        assert meaning._common_prefix(a, b) == p
+        q = scan(a[p:][::-1], b[p:][::-1])
+        assert meaning._common_suffix(a, b, min(len(a), len(b)) - p) == q
+
+
 def test_opcodes_where_the_differing_parts_share_nothing_are_the_matchers() -> None:
     """One span, as the matcher answers when it finds no common character to align on."""
     import difflib
