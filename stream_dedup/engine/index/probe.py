@@ -208,11 +208,11 @@ class BatchProbe:
         inverse[order] = new.cumsum() - 1
         first = order[new]
         names = bucket_keys(tables[first], keys[first])
-        hashes = _bucket_hashes(tables[first], keys[first])
-        wanted = self._maybe_written(hashes)
-        if wanted is None:
+        if self._written is None:
             values, sealed = read_buckets(self._store, names)
         else:
+            hashes = _bucket_hashes(tables[first], keys[first])
+            wanted = self._maybe_written(hashes)
             found, sealed = read_buckets(self._store, [names[i] for i in wanted])
             values = _scattered(wanted, found, len(names))
         stored, lengths = _packed(values, ENTRY)
@@ -364,4 +364,3 @@ class BatchProbe:
                               dist[top].tolist(), score[top].tolist(), strict=True):
             by_message.setdefault(o, []).append((k, d, s))
         return by_message, len(keys)
-
