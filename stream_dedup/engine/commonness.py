@@ -206,9 +206,8 @@ def _mask(sketch: np.ndarray, grams: np.ndarray, salt: np.uint64, length: int,
 def _count(sketch: np.ndarray, grams: np.ndarray, skip: np.ndarray, salt: np.uint64,
            counted: int, generation: int) -> int:
     """Count the distinct `grams` not in `skip` (both XORed with `salt`) as one message, when
-    there are any. Distinct
-    through a small open-addressing set of the message's hashes (already uniform: their low bits
-    are the slot), which costs a tenth of sorting them."""
+    there are any. Distinct through a small open-addressing set of the message's hashes (already
+    uniform: their low bits are the slot), which costs a tenth of sorting them."""
     size = 4
     while size < 2 * (len(grams) + len(skip)):
         size <<= 1

@@ -13,9 +13,8 @@ Two messages with the same words are two speech acts when those words end with a
 and one message asks while the other states: the mark tells how the particle is read (係呀?
 "really?" / 係呀. "yes."; 八月底喎. "end of August, mind" / 八月底喎? "end of August?"). Each
 message's ending is stored with its exact record, so this is told apart however far apart the
-two are. A near match's
-earlier text keeps only its words, so a repeated question that had only its mark (有货? / 有货呢?)
-is taken for a question asked anew.
+two are. A near match's earlier text keeps only its words, so a repeated question that had only
+its mark (有货? / 有货呢?) is taken for a question asked anew.
 """
 
 from __future__ import annotations

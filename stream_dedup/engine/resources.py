@@ -2,11 +2,10 @@
 
 Reading them (jieba's dictionary and its tags, pypinyin's readings, OpenCC's variant forms of the
 Chinese characters, Cilin's synonym sets, the sentiment lists, the shape groups and the antonyms)
-takes about 1.7 seconds a process;
-loading what they give from one pickle takes a fifth of that. The cache file's name holds a
-digest of everything it was built from (this module's source, the data files, the packages'
-versions, Python's version), so a change of any of them builds it again; a cache that cannot be
-read or written is rebuilt in memory, never an error.
+takes about 1.7 seconds a process; loading what they give from one pickle takes a fifth of that.
+The cache file's name holds a digest of everything it was built from (this module's source, the
+data files, the packages' versions, Python's version), so a change of any of them builds it
+again; a cache that cannot be read or written is rebuilt in memory, never an error.
 
 The directory is `$STREAM_DEDUP_CACHE_DIR`, else `$XDG_CACHE_HOME/stream-dedup`, else
 `~/.cache/stream-dedup`.
