@@ -42,9 +42,9 @@ DRAIN_S = 300  # a loaded 2-core host: generous, and still bounded
 
 
 def _backlog(
-    broker: ProxiedBroker, proxied_topic: Callable[..., str], name: str
+    broker: ProxiedBroker, proxied_topic: Callable[..., str], name: str, records: int
 ) -> tuple[list[bytes], dict[str, str], Settings]:
-    _, lines = stream_lines(RECORDS)
+    _, lines = stream_lines(records)
     topics = make_topics(proxied_topic, input_partitions=1)
     settings = service_settings(
         broker.bootstrap, topics, f"{name}-{uuid.uuid4().hex[:8]}", poll_batch_size=100
@@ -91,15 +91,17 @@ def _recovered(
 
 @contextmanager
 def _mid_stream(
-    broker: ProxiedBroker, proxied_topic: Callable[..., str], tmp_path: Path, fault: str
+    broker: ProxiedBroker, proxied_topic: Callable[..., str], tmp_path: Path, fault: str,
+    records: int = RECORDS,
 ) -> Iterator[tuple[Settings, subprocess.Popen, Path]]:
-    """The service reading a backlog through the proxy, the first records of it read: the block
-    injects `fault`; after it the service must read the rest by itself (`_recovered`)."""
-    lines, topics, settings = _backlog(broker, proxied_topic, fault.split()[0])
+    """The service reading a backlog of `records` through the proxy, the first records of it
+    read: the block injects `fault`; after it the service must read the rest by itself
+    (`_recovered`)."""
+    lines, topics, settings = _backlog(broker, proxied_topic, fault.split()[0], records)
     log = tmp_path / "service.log"
     proc = start_service(settings, tmp_path / "state", log)
     try:
-        wait_lag_below(settings, RECORDS - 1_000, proc, timeout_s=120)
+        wait_lag_below(settings, records - 1_000, proc, timeout_s=120)
         yield settings, proc, log
     except BaseException:
         proc.kill()
@@ -124,8 +126,10 @@ def test_500_ms_of_latency_on_every_answer(proxied_kafka, proxied_topic, tmp_pat
 
 
 def test_connections_reset_again_and_again(proxied_kafka, proxied_topic, tmp_path) -> None:
+    # a backlog twice as long: the service reads on between the resets, 14 s in all
     with _mid_stream(
-        proxied_kafka, proxied_topic, tmp_path, "resets of every connection, 4 times"
+        proxied_kafka, proxied_topic, tmp_path, "resets of every connection, 4 times",
+        2 * RECORDS,
     ) as (settings, proc, _):
         for _ in range(4):  # every open connection and every new one reset for 1.5 s
             with proxied_kafka.proxy.fault("reset_peer", timeout=0):
