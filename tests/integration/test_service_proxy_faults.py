@@ -126,10 +126,10 @@ def test_500_ms_of_latency_on_every_answer(proxied_kafka, proxied_topic, tmp_pat
 
 
 def test_connections_reset_again_and_again(proxied_kafka, proxied_topic, tmp_path) -> None:
-    # a backlog twice as long: the service reads on between the resets, 14 s in all
+    # a longer backlog: the service reads on between the resets, 14 s in all
     with _mid_stream(
         proxied_kafka, proxied_topic, tmp_path, "resets of every connection, 4 times",
-        2 * RECORDS,
+        4 * RECORDS,
     ) as (settings, proc, _):
         for _ in range(4):  # every open connection and every new one reset for 1.5 s
             with proxied_kafka.proxy.fault("reset_peer", timeout=0):
