@@ -36,7 +36,7 @@ class Decision(StrEnum):
         return self is not Decision.UNIQUE
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen init costs 4x, and every message gets one
 class Verdict:
     """A decision with its reason.
 

@@ -1,5 +1,6 @@
-"""The records that flow through the engine: a decision says whether it is a duplicate, and a
-verdict, a message and a dead letter are immutable values."""
+"""The records that flow through the engine: a decision says whether it is a duplicate, a message
+and a dead letter are immutable values, and a verdict is a value (made for every message, so a
+plain record: a frozen one costs four times as much to make)."""
 
 import dataclasses
 
@@ -22,12 +23,17 @@ def test_decisions_are_their_header_text() -> None:
     assert Decision("near") is Decision.NEAR
 
 
-@pytest.mark.parametrize("record", [Message("a", "好评", 1), Verdict("a", Decision.UNIQUE, "u"),
-                                    DeadLetter("in:1", "not JSON", b"x")])
+@pytest.mark.parametrize("record", [Message("a", "好评", 1), DeadLetter("in:1", "not JSON", b"x")])
 def test_records_are_immutable_values(record: object) -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         setattr(record, dataclasses.fields(record)[0].name, "b")  # type: ignore[arg-type]
     assert record == dataclasses.replace(record)  # type: ignore[type-var]
+
+
+def test_verdicts_with_the_same_fields_are_equal() -> None:
+    v = Verdict("a", Decision.NEAR, "near: distance 3", "b", 3, 0.9)
+    assert v == dataclasses.replace(v)
+    assert v != dataclasses.replace(v, matched_id="c")
 
 
 def test_a_verdicts_optional_fields_default_to_none() -> None:
