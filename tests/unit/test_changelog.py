@@ -160,7 +160,8 @@ def test_a_crash_mid_write_never_makes_a_replayed_message_its_own_duplicate() ->
     """Whatever prefix of a batch's records reached the changelog before a crash, the batch
     replayed on the restored store calls no message a duplicate of itself. With a message's doc
     and index entries ahead of its id in the engine's write, a prefix cut between them made the
-    replay find the message's own doc and call it a near copy of itself."""
+    replay find the message's own doc and call it a near copy of itself. Every doc restored has
+    the TTL key that expires it (else it would stay for good)."""
     from stream_dedup.engine.batch import Engine
     from stream_dedup.records import Message
 
@@ -179,6 +180,8 @@ def test_a_crash_mid_write_never_makes_a_replayed_message_its_own_duplicate() ->
     for cut in range(before, len(records) + 1):
         restored = MemoryStore(TABLES)
         restored.write(to_writes(records[:cut]))
+        expiring = {key[8:] for key, _ in restored.scan("ttl", b"", b"\xff" * 17)}
+        assert {key for key, _ in restored.scan("docs", b"", b"\xff" * 9)} <= expiring
         verdicts = Engine(Settings(), restored).process(batch)
         assert not [v for v in verdicts if v.matched_id == v.id], f"cut at record {cut}"
         if cut == len(records):  # the whole write: every first verdict again
