@@ -179,10 +179,11 @@ class Engine(Snapshots):
 
     def close(self, keep: bool = True) -> None:
         """Checkpoint and close the state; `keep=False` for a state removed right after (a
-        file-mode run's temporary one): no snapshot is written that no one would read."""
+        file-mode run's temporary one): no snapshot or flush is written that no one would
+        read."""
         if keep:
             self.checkpoint()
-        self.store.close()
+        self.store.close(keep)
 
     def normalize(self, texts: Sequence[str]) -> Normalized:
         """The texts as the engine compares them, with where their clauses end (what `process`

@@ -180,11 +180,11 @@ class ChangelogStore:
     def disk_bytes(self) -> int:
         return self.inner.disk_bytes()
 
-    def close(self) -> None:
-        """Close `inner`; when it is in sync with the changelog, sync its directory and write
-        the checkpoint that lets the next open restore only the tail."""
-        self.inner.close()
-        if self.checkpoint_dir is not None and self.in_sync:
+    def close(self, keep: bool = True) -> None:
+        """Close `inner`; when it is kept and in sync with the changelog, sync its directory
+        and write the checkpoint that lets the next open restore only the tail."""
+        self.inner.close(keep)
+        if keep and self.checkpoint_dir is not None and self.in_sync:
             checkpoint.write(self.checkpoint_dir, self.topic, self.partition, self.end_offset)
 
     def write(self, writes: WriteSet) -> None:

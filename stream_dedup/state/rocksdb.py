@@ -227,9 +227,21 @@ class RocksStore:
     def disk_bytes(self) -> int:
         return directory_bytes(self.path)
 
-    def close(self) -> None:
+    def close(self, keep: bool = True) -> None:
         """Compact the tables rewritten at every close (`_REWRITTEN`) that hold a snapshot,
-        flush and release the directory lock (column-family views hold the DB open too)."""
+        flush and release the directory lock (column-family views hold the DB open too).
+        `keep=False`, for a directory removed right after: nothing is written on the way out
+        (the flush costs a large file run most of a second and its peak memory); what the
+        memtables hold stays in the write-ahead log."""
+        if not keep:
+            try:  # stopped, RocksDB refuses the flush rocksdict asks for as it lets the DB go
+                self._db.cancel_all_background(True)
+            except Exception as exc:
+                raise StateError(f"closing the state in {self.path} failed: {exc}") from None
+            self._cfs.clear()
+            self._handles.clear()
+            del self._db
+            return
         try:
             for name in _REWRITTEN:
                 table = self._cfs.get(name)

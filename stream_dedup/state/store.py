@@ -44,7 +44,10 @@ class KVStore(Protocol):
 
     def disk_bytes(self) -> int: ...
 
-    def close(self) -> None: ...
+    def close(self, keep: bool = True) -> None:
+        """Release the store; `keep=False` when it is removed right after (nothing need be
+        made durable on the way out)."""
+        ...
 
 
 class MemoryStore:
@@ -89,5 +92,5 @@ class MemoryStore:
     def disk_bytes(self) -> int:
         return sum(len(k) + len(v) for t in self._data.values() for k, v in t.items())
 
-    def close(self) -> None:
+    def close(self, keep: bool = True) -> None:
         """Nothing to release."""

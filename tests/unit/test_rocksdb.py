@@ -97,6 +97,25 @@ def test_writes_last_across_a_reopen_and_count_on_disk(tmp_path: Path) -> None:
     again.close()
 
 
+def test_a_store_not_kept_writes_no_file_on_the_way_out(tmp_path: Path) -> None:
+    """Closed with keep=False (a directory removed right after), the memtables are not flushed
+    into table files; the lock is released, and the writes are still in the write-ahead log."""
+    path = str(tmp_path / "s")
+    s = RocksStore(path, TABLES)
+    w = WriteSet()
+    for n in range(2000):
+        w.put("docs", n.to_bytes(4, "big"), bytes(100))
+    s.write(w)
+    s.close(keep=False)
+    assert not list((tmp_path / "s").glob("*.sst"))
+    with pytest.raises(StateError, match="state read failed"):
+        s.get_many("docs", [b"a"])
+    again = RocksStore(path, TABLES)
+    assert again.get_many("docs", [(1999).to_bytes(4, "big")]) == [bytes(100)]
+    again.close()
+    assert list((tmp_path / "s").glob("*.sst"))  # a store kept is flushed
+
+
 def test_directory_bytes_sums_the_files_below(tmp_path: Path) -> None:
     (tmp_path / "a").write_bytes(bytes(10))
     (tmp_path / "sub").mkdir()
