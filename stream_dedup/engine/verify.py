@@ -217,15 +217,17 @@ def _short_pair(a: str, b: str, settings: VerifySettings) -> bool:
     shorter, longer = (a, b) if len(a) <= len(b) else (b, a)
     if len(longer) > settings.short_chars or len(longer) > len(shorter) * settings.max_length_ratio:
         return False
-    return 2 * len(set(a) & set(b)) >= len(set(shorter))
+    mine = set(shorter)
+    return 2 * len(mine.intersection(longer)) >= len(mine)
 
 
 def _nearly(a: str, b: str, score: float, settings: VerifySettings) -> bool:
     """Texts of close length whose bigram score falls short by a little (`min_align_score`): a
     few slips, or a number spelled another way (245 / 两百四十五), cost a text more bigrams
     than characters."""
-    short, long_ = sorted((len(a), len(b)))
-    return score >= settings.min_align_score and long_ <= short * settings.max_length_ratio
+    # (the score first: most pairs that reach here fall short of it)
+    return score >= settings.min_align_score and max(len(a), len(b)) <= min(
+        len(a), len(b)) * settings.max_length_ratio
 # Bigram score from which a pair that fails the measures is measured again in digits: a number's
 # words take a few of a text's bigrams, not half of them (and most candidates that fail share
 # less: the regex then never runs).
