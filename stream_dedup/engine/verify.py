@@ -242,6 +242,20 @@ def _similar_in_digits(a: str, b: str, settings: VerifySettings) -> bool:
     return (x != a or y != b) and similarity(x, y, settings)[1] in ("jaccard", "containment")
 
 
+def unmatched(a: str, b: str, measured: Measured, settings: VerifySettings) -> bool:
+    """Whether `verify` answers no more than "not a duplicate" (no guard, nothing set apart),
+    read from the lengths and the `measured` similarity alone: the bigram measures fail, neither
+    text is very short, and no rule that matches such a pair applies (the lengths differ: not
+    `_few_substitutions`; a text too long or the lengths too far apart: not `_short_pair`; the
+    score under both `_nearly`'s and `_similar_in_digits`'). Most candidates of a message: the
+    caller passes over them without a `verify`."""
+    score, how, _ = measured
+    short, long_ = (len(a), len(b)) if len(a) <= len(b) else (len(b), len(a))
+    return (not how and short != long_ and short >= settings.min_chars
+            and (long_ > settings.short_chars or long_ > short * settings.max_length_ratio)
+            and score < settings.min_align_score and score < _SHARED_FOR_DIGITS)
+
+
 def _very_short(a: str, b: str, score: float, settings: VerifySettings,
                 common: Sequence[bool] | None, clauses: Clauses, asks: bool) -> Check:
     """A pair with a text under `min_chars`: a near copy only when what differs is a slip with
@@ -276,7 +290,10 @@ def verify(a: str, b: str, settings: VerifySettings, measured: Measured | None =
     (`mood.asks`)."""
     if a == b:
         return Check(True, 1.0)
-    score, how, _ = measured or similarity(a, b, settings)
+    measured = measured or similarity(a, b, settings)
+    score, how, _ = measured
+    if unmatched(a, b, measured, settings):
+        return Check(False, score)
     if min(len(a), len(b)) < settings.min_chars:
         return _very_short(a, b, score, settings, common, clauses, asks)
     excerpt = settings.min_excerpt_chars <= len(b) < len(a)  # the later text taken from inside
