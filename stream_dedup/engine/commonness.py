@@ -111,8 +111,9 @@ class InOrder:
 
     def mask(self, message: int) -> Sequence[bool]:
         """`Commonness.mask` of a message, every earlier one counted, made when it is first
-        read: the meaning check reads it for a third of the messages with candidates. It must
-        be read, if at all, before the mask of a later message is."""
+        read: the meaning check reads it only for a long clause added at an edge, few of the
+        messages with candidates. It must be read, if at all, before the mask of a later
+        message is."""
         return _Mask(self, message)
 
     def _made(self, message: int) -> np.ndarray:

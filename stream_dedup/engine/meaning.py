@@ -347,11 +347,14 @@ def added_passage(a: str, b: str, spans: list[Span], min_chars: int) -> Span | N
     `min_chars` own characters taken out and put in together (a clause inserted, a phrase
     rewritten; not a span explained as the same words: a number written another way,
     一百六十八 for 168). None when there is no such span."""
+    if all(s.j2 - s.j1 <= TYPO_MAX for s in spans):
+        return None  # most pairs: no span puts in more than a typo changes
     ends = [0] + [s.i2 for s in spans]
     starts = [s.i1 for s in spans] + [len(a)]
     inside = [s for n, s in enumerate(spans)
-              if not (s.changes_meaning or s.kind in ("reorder", "swap") or s.kind in _EXPLAINED)
-              and s.j2 - s.j1 > TYPO_MAX and min(s.i1 - ends[n], starts[n + 1] - s.i2) >= INSIDE]
+              if s.j2 - s.j1 > TYPO_MAX
+              and not (s.changes_meaning or s.kind in ("reorder", "swap") or s.kind in _EXPLAINED)
+              and min(s.i1 - ends[n], starts[n + 1] - s.i2) >= INSIDE]
     if not inside:
         return None
     own_a, own_b = own_characters(a, b), own_characters(b, a)

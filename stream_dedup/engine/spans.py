@@ -311,7 +311,7 @@ def _cut_as_word(text: str, start: int, end: int, lex: Lexicon) -> bool:
     return False
 
 
-def _adds_content(part: str, earlier: str, common: Sequence[bool], lex: Lexicon,
+def _adds_content(part: str, earlier: str, common: Sequence[bool], start: int, lex: Lexicon,
                   continued: bool = False) -> bool:
     """Whether `part`, added at an edge of the earlier text, is a clause of new content rather
     than decoration: at least half as long as the earlier text in characters of its own (in none
@@ -321,12 +321,15 @@ def _adds_content(part: str, earlier: str, common: Sequence[bool], lex: Lexicon,
     question added to a short stock reply is neither. Content: any word but particles, modal
     words and interjections (哈哈哈哈 adds nothing). A sentence `continued`, the earlier text
     closed by a clause mark and one more clause after it, says more with less: a third of the
-    earlier text, more characters than a typo changes (好的呢不客气的哦，还有别的券吗)."""
+    earlier text, more characters than a typo changes (好的呢不客气的哦，还有别的券吗).
+    `common` is the later text's mask, `part` begins at `start` in it: read only for a part
+    long enough (the engine makes a mask when first read)."""
     least = max(TYPO_MAX + 1, len(earlier) / 3) if continued else max(
         _MATERIAL_MIN, len(earlier) / 2)
     if len(part) < least:
         return False  # too short to hold that many characters of its own
-    own = sum(o and not c for o, c in zip(own_characters(part, earlier), common, strict=True))
+    mine = common[start : start + len(part)]
+    own = sum(o and not c for o, c in zip(own_characters(part, earlier), mine, strict=True))
     return own >= least and any(tag not in _FUNCTION_TAGS for _, tag in lex.tagged_words(part))
 
 
@@ -377,7 +380,7 @@ def added_kind(a: str, b: str, span: tuple[str, int, int, int, int], lex: Lexico
     # b closes a clause where the earlier text ends, and goes on
     continued = op == "insert" and end == len(text) and start in clauses
     if edge and op == "insert" and common is not None and _adds_content(
-            part, a, common[start:end], lex, continued):
+            part, a, common, start, lex, continued):
         return "added"  # a clause of new content on a short text (an answer after a reply)
     if edge and not (len(part) == 1 and _is_negation(text, start, end, lex)):
         return "material"

@@ -27,7 +27,7 @@ from ..config import VerifySettings
 from ..records import Decision, Verdict
 from .mood import turned
 from .normalize import Clauses
-from .verify import Measured, verify
+from .verify import Measured, unmatched, verify
 
 
 @dataclass(slots=True)  # not frozen: a frozen init costs 4x, made per pair
@@ -117,6 +117,8 @@ def closest_verdict(message_id: str, text: str, fp: int, candidates: Sequence[Ca
     apart: tuple[str, str, int, float] | None = None  # the first one a rule set apart
     too_short = False
     for c in sorted(candidates, key=lambda c: -c.measured[2]):
+        if unmatched(c.text, text, c.measured, settings):
+            continue  # `verify` would say only "not a duplicate"
         check = verify(c.text, text, settings, c.measured, common, clauses, asks)
         if check.duplicate:
             distance = _distance(c, fp)

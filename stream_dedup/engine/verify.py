@@ -217,15 +217,17 @@ def _short_pair(a: str, b: str, settings: VerifySettings) -> bool:
     shorter, longer = (a, b) if len(a) <= len(b) else (b, a)
     if len(longer) > settings.short_chars or len(longer) > len(shorter) * settings.max_length_ratio:
         return False
-    return 2 * len(set(a) & set(b)) >= len(set(shorter))
+    mine = set(shorter)
+    return 2 * len(mine.intersection(longer)) >= len(mine)
 
 
 def _nearly(a: str, b: str, score: float, settings: VerifySettings) -> bool:
     """Texts of close length whose bigram score falls short by a little (`min_align_score`): a
     few slips, or a number spelled another way (245 / 两百四十五), cost a text more bigrams
     than characters."""
-    short, long_ = sorted((len(a), len(b)))
-    return score >= settings.min_align_score and long_ <= short * settings.max_length_ratio
+    # (the score first: most pairs that reach here fall short of it)
+    return score >= settings.min_align_score and max(len(a), len(b)) <= min(
+        len(a), len(b)) * settings.max_length_ratio
 # Bigram score from which a pair that fails the measures is measured again in digits: a number's
 # words take a few of a text's bigrams, not half of them (and most candidates that fail share
 # less: the regex then never runs).
@@ -238,6 +240,20 @@ def _similar_in_digits(a: str, b: str, settings: VerifySettings) -> bool:
     yet 两百四十五 for 245 replaces two bigrams with six."""
     x, y = numerals.in_digits(a), numerals.in_digits(b)
     return (x != a or y != b) and similarity(x, y, settings)[1] in ("jaccard", "containment")
+
+
+def unmatched(a: str, b: str, measured: Measured, settings: VerifySettings) -> bool:
+    """Whether `verify` answers no more than "not a duplicate" (no guard, nothing set apart),
+    read from the lengths and the `measured` similarity alone: the bigram measures fail, neither
+    text is very short, and no rule that matches such a pair applies (the lengths differ: not
+    `_few_substitutions`; a text too long or the lengths too far apart: not `_short_pair`; the
+    score under both `_nearly`'s and `_similar_in_digits`'). Most candidates of a message: the
+    caller passes over them without a `verify`."""
+    score, how, _ = measured
+    short, long_ = (len(a), len(b)) if len(a) <= len(b) else (len(b), len(a))
+    return (not how and short != long_ and short >= settings.min_chars
+            and (long_ > settings.short_chars or long_ > short * settings.max_length_ratio)
+            and score < settings.min_align_score and score < _SHARED_FOR_DIGITS)
 
 
 def _very_short(a: str, b: str, score: float, settings: VerifySettings,
@@ -274,7 +290,10 @@ def verify(a: str, b: str, settings: VerifySettings, measured: Measured | None =
     (`mood.asks`)."""
     if a == b:
         return Check(True, 1.0)
-    score, how, _ = measured or similarity(a, b, settings)
+    measured = measured or similarity(a, b, settings)
+    score, how, _ = measured
+    if unmatched(a, b, measured, settings):
+        return Check(False, score)
     if min(len(a), len(b)) < settings.min_chars:
         return _very_short(a, b, score, settings, common, clauses, asks)
     excerpt = settings.min_excerpt_chars <= len(b) < len(a)  # the later text taken from inside
