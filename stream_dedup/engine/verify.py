@@ -225,7 +225,6 @@ def _nearly(a: str, b: str, score: float, settings: VerifySettings) -> bool:
     """Texts of close length whose bigram score falls short by a little (`min_align_score`): a
     few slips, or a number spelled another way (245 / 两百四十五), cost a text more bigrams
     than characters."""
-    # (the score first: most pairs that reach here fall short of it)
     return score >= settings.min_align_score and max(len(a), len(b)) <= min(
         len(a), len(b)) * settings.max_length_ratio
 # Bigram score from which a pair that fails the measures is measured again in digits: a number's
