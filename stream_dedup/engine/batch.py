@@ -391,7 +391,7 @@ class Engine(Snapshots):
                                         counts.mask(i) if counts is not None else None,
                                         p.clauses, p.ending == mood.ASKS)
             if counts is not None:  # a copy is counted for what it adds to its source
-                source = source_seq(p.verdict, ranked, [seq for seq, _ in cands])
+                source = source_seq(p.verdict, ranked, (seq for seq, _ in cands))
                 if source is not None:
                     counts.source(i, text_of[source])
         if counts is not None:

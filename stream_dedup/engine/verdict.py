@@ -17,7 +17,7 @@ Pure: no state, no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -144,8 +144,9 @@ def _distance(candidate: Candidate, fp: int) -> int:
 
 
 def source_seq(verdict: Verdict, candidates: Sequence[Candidate],
-               seqs: Sequence[int]) -> int | None:
-    """Of `candidates` (at `seqs`), the seq of the one a near verdict matched, else None."""
+               seqs: Iterable[int]) -> int | None:
+    """Of `candidates` (at `seqs`, read only for a near verdict), the seq of the one a near
+    verdict matched, else None."""
     if verdict.decision is not Decision.NEAR:
         return None
     return next(q for c, q in zip(candidates, seqs, strict=True) if c.id == verdict.matched_id)
