@@ -289,10 +289,7 @@ def verify(a: str, b: str, settings: VerifySettings, measured: Measured | None =
     (`mood.asks`)."""
     if a == b:
         return Check(True, 1.0)
-    measured = measured or similarity(a, b, settings)
-    score, how, _ = measured
-    if unmatched(a, b, measured, settings):
-        return Check(False, score)
+    score, how, _ = measured or similarity(a, b, settings)
     if min(len(a), len(b)) < settings.min_chars:
         return _very_short(a, b, score, settings, common, clauses, asks)
     excerpt = settings.min_excerpt_chars <= len(b) < len(a)  # the later text taken from inside
