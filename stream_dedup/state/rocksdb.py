@@ -233,27 +233,23 @@ class RocksStore:
         `keep=False`, for a directory removed right after: nothing is written on the way out
         (the flush costs a large file run most of a second and its peak memory); what the
         memtables hold stays in the write-ahead log."""
-        if not keep:
-            try:  # stopped, RocksDB refuses the flush rocksdict asks for as it lets the DB go
-                self._db.cancel_all_background(True)
-            except Exception as exc:
-                raise StateError(f"closing the state in {self.path} failed: {exc}") from None
-            self._cfs.clear()
-            self._handles.clear()
-            del self._db
-            return
         try:
-            for name in _REWRITTEN:
-                table = self._cfs.get(name)
-                if table is not None and _held_bytes(table) > _COMPACT_FROM:
-                    table.compact_range(None, None)
-            for cf in self._cfs.values():
-                cf.close()
-            self._db.close()
+            if keep:
+                for name in _REWRITTEN:
+                    table = self._cfs.get(name)
+                    if table is not None and _held_bytes(table) > _COMPACT_FROM:
+                        table.compact_range(None, None)
+                for cf in self._cfs.values():
+                    cf.close()
+                self._db.close()
+            else:  # stopped, RocksDB refuses the flush rocksdict asks for as it lets the DB go
+                self._db.cancel_all_background(True)
         except Exception as exc:
             raise StateError(f"closing the state in {self.path} failed: {exc}") from None
         self._cfs.clear()
         self._handles.clear()
+        if not keep:
+            del self._db  # its last view: let go without a flush
 
 
 def _held_bytes(table: Rdict) -> int:
