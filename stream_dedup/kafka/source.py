@@ -107,6 +107,7 @@ class KafkaSource:
         self._done: dict[TopicPartition, int] = {}  # next offsets of acknowledged work
         self._last: dict[TopicPartition, int] = {}  # offset of the last record polled
         self._refused = 0  # commits refused since `commit` last said so
+        self._rebalanced = False  # the assignment changed since `poll` last looked
         self._fatal: Exception | None = None  # a commit failed for good (raised by `commit`)
         self._settle: Callable[[], None] = lambda: None
         self.consumer: KafkaConsumer = backoff.call(
@@ -155,6 +156,7 @@ class KafkaSource:
     def _owned(self, partitions: set[TopicPartition]) -> None:
         self._done = {tp: o for tp, o in self._done.items() if tp in partitions}
         self._last = {tp: o for tp, o in self._last.items() if tp in partitions}
+        self._rebalanced = True
         self.ready.set(PARTITIONS_ASSIGNED, bool(partitions),
                        "" if partitions else "this member owns no input partition")
 
@@ -178,6 +180,12 @@ class KafkaSource:
         then would split a backlog into more, smaller batches).
         On a live feed a second poll for what arrived meanwhile finds nothing nearly always,
         and each kafka-python poll costs two round trips to its I/O thread: one poll a batch.
+
+        A rebalance can run inside any of those polls (the listener's callbacks): the records
+        polled before it from partitions this member no longer owns are dropped then, for their
+        new owner reads them from the last commit, and a decision on them would write to state
+        that is no longer this member's. A partition kept through the rebalance keeps its
+        position, so its records stay.
 
         Waiting to fill a batch would add its wait to every record's latency when the input is
         thin; when it is thick the fetched records fill the batch at once anyway, so the batch
@@ -206,6 +214,8 @@ class KafkaSource:
                 self.backoff.wait(s.retry_backoff_s)
                 break
             self.ready.set(BROKER_REACHABLE, True)
+            if self._rebalanced:
+                out = self._still_owned(out)
             if not got:
                 if late or not out or self._behind() < BACKLOG_RECORDS:
                     break
@@ -219,6 +229,17 @@ class KafkaSource:
             wait_ms = s.batch_wait_ms
         out.sort(key=_timestamp)
         return out
+
+    def _still_owned(self, records: list[InputRecord]) -> list[InputRecord]:
+        """`records` less those of partitions moved to another member by a rebalance."""
+        self._rebalanced = False
+        owned = {(tp.topic, tp.partition) for tp in self._assignment()}
+        kept = [r for r in records if (r.topic, r.partition) in owned]
+        if len(kept) < len(records):
+            log.info("dropped %d records polled before a rebalance moved their partitions to "
+                     "another member (it reads them from the last commit)",
+                     len(records) - len(kept))
+        return kept
 
     def _behind(self) -> int:
         """Records in the topic after the last ones polled from each owned partition, by the

@@ -1,6 +1,7 @@
 """The input edge with a fake consumer: a batch sorted by timestamp, one poll a batch on a live
 feed and more to fill one from a backlog, a failed poll that reports the broker away, commits that
-carry every owned partition's acknowledged offsets, and rebalances that settle first."""
+carry every owned partition's acknowledged offsets, and rebalances that settle first and drop what
+was polled from partitions moved away."""
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,7 +20,9 @@ from stream_dedup.kafka.source import BACKLOG_RECORDS, KafkaSource
 
 pytestmark = pytest.mark.unit
 P0, P1 = TopicPartition("in", 0), TopicPartition("in", 1)
-Polled = dict[TopicPartition, list[ConsumerRecord]] | KafkaError
+# A poll's answer: records, an error raised, or a rebalance run inside the poll (given the
+# consumer, it calls the listener and returns the records fetched after it).
+Polled = dict[TopicPartition, list[ConsumerRecord]] | KafkaError | Callable
 
 
 def rec(tp: TopicPartition, offset: int, ts: int) -> ConsumerRecord:
@@ -49,7 +52,7 @@ class FakeConsumer:
         got = self.polls.pop(0) if self.polls else {}
         if isinstance(got, KafkaError):
             raise got
-        return got
+        return got(self) if callable(got) else got
 
     def highwater(self, tp: TopicPartition) -> int | None:
         return self.high.get(tp)
@@ -150,6 +153,33 @@ def test_a_revocation_settles_first_and_drops_the_revoked_offsets(
     assert ready.now[PARTITIONS_ASSIGNED]
     consumer.listener.on_partitions_revoked([P0])
     assert ready.now[PARTITIONS_ASSIGNED] is False
+
+
+def moved(gone: set[TopicPartition], kept: set[TopicPartition],
+          after: dict[TopicPartition, list[ConsumerRecord]]) -> Callable:
+    """A rebalance inside a poll: every partition revoked, `kept` assigned again, `gone` not;
+    then the records fetched after it."""
+    def rebalance(consumer: FakeConsumer) -> dict[TopicPartition, list[ConsumerRecord]]:
+        assert consumer.listener is not None
+        consumer.listener.on_partitions_revoked(list(gone | kept))
+        consumer.owned = kept
+        consumer.listener.on_partitions_assigned(list(kept))
+        return after
+    return rebalance
+
+
+def test_a_rebalance_while_a_backlog_fills_drops_the_partitions_moved_away(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The second poll of the batch runs a rebalance that moves P1 to another member: P1's
+    # records of the first poll are its new owner's now; P0 kept its position, so its records
+    # of both polls make the batch, in order.
+    consumer = FakeConsumer([{P0: [rec(P0, 0, 1)], P1: [rec(P1, 3, 2)]},
+                             moved({P1}, {P0}, {P0: [rec(P0, 1, 3)]})],
+                            high={P0: BACKLOG_RECORDS + 10, P1: BACKLOG_RECORDS + 10})
+    src, _ = source(consumer, monkeypatch, batch=3)
+    assert [(r.partition, r.offset) for r in src.poll()] == [(0, 0), (0, 1)]
+    src.commit({("in", 0): 2, ("in", 1): 4})
+    assert offsets(consumer.commits[-1]) == {P0: 2}  # nothing of P1's is this member's
 
 
 def test_lags_are_the_high_watermark_after_the_position(monkeypatch: pytest.MonkeyPatch) -> None:
