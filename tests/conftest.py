@@ -11,6 +11,7 @@ import pytest
 from dev_stream import dev_stream_path
 
 from stream_dedup.config import Settings
+from stream_dedup.engine import jit
 from stream_dedup.engine.mood import kept_ending
 from stream_dedup.engine.stored import TABLES
 from stream_dedup.records import Message, Verdict
@@ -21,6 +22,14 @@ from stream_dedup.scale.shard import Shard
 from stream_dedup.state import MemoryStore
 
 Topology = Callable[[Sequence[Message], Settings, int, int, int], dict[str, Verdict]]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def compiled_kernels() -> None:
+    """Every test runs the compiled kernels, whatever ran before it: an engine would run a small
+    batch's as plain Python until something loads numba (`engine.jit`), which
+    tests/property/test_jit_props.py and tests/unit/test_jit.py check apart."""
+    jit.load()
 
 
 @pytest.fixture

@@ -26,6 +26,7 @@ import struct
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from itertools import repeat
 
@@ -130,10 +131,6 @@ class Engine(Snapshots):
         self.stats = EngineStats()
         self._normalizer = Normalizer(settings.normalize)
         self._strategy = make_strategy(settings.fingerprint)
-        jit.note_compiling()
-        fpr.warm_up()
-        pairs.warm_up()
-        bloom.warm_up()
         self._layout = configured_layout(settings)
         self._window_ms = int(settings.window.seconds * 1000)
         self._weights = anchor_weights(settings.index.anchor_postings)
@@ -171,8 +168,13 @@ class Engine(Snapshots):
         """Load what deciding a candidate pair needs (the compiled verification kernels, the
         meaning check's language resources: about a second, and ~200 MB) now rather than in
         the first batch that has a candidate: a service's first messages wait for no loading.
-        Without it they load when a batch first needs them, so a run that never compares two
-        texts never pays for them."""
+        The other kernels are loaded here too. Without it they load when a batch first needs
+        them, so a run that never compares two texts never pays for them, and a batch too small
+        to pay for the compiler runs the kernels as plain Python (`jit`)."""
+        jit.load()
+        fpr.warm_up()
+        pairs.warm_up()
+        bloom.warm_up()
         if self.settings.verify.meaning_classes:
             meaning.warm_up()
         verify.warm_up()
@@ -204,7 +206,8 @@ class Engine(Snapshots):
         the caller made them already (the engine process's parent does, on its own core)."""
         if not messages:
             return []
-        with collector.paused():
+        small = len(messages) < jit.WORTH_COMPILING and not jit.loaded()
+        with collector.paused(), jit.plain() if small else nullcontext():
             return self._process(messages, normalized)
 
     def _process(self, messages: Sequence[Message],

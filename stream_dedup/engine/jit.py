@@ -1,50 +1,141 @@
-"""Compiled kernels (numba), shared by the stages that have them (`verify`, `fingerprint`)."""
+"""Compiled kernels (numba), shared by the stages that have them (`verify`, `fingerprint`, ...).
+
+A kernel is compiled when it is first called, and numba is imported then, not before: loading
+numba and the kernels from its on-disk cache costs about half a second a process, more than a
+few dozen messages take through the kernels' plain Python. So a small piece of work may run
+them as plain Python (`plain`): `Engine.process` does so for a batch too small to pay for the
+compiler (`WORTH_COMPILING`) while the compiler is not loaded yet, and a file of ten lines is
+decided without it. Plain and compiled kernels give the same results
+(tests/property/test_jit_props.py): numpy's fixed-width scalars wrap as numba's do.
+"""
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
-from functools import cache
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import update_wrapper
 from typing import Any
 
-import numba.np.linalg
-from numba import njit
+import numpy as np
 
 log = logging.getLogger(__name__)
-_CACHED: list[Any] = []  # the kernels numba keeps compiled on disk
+# Messages of a batch from which compiling the kernels costs less than running them as plain
+# Python (~0.5 s to load numba and the cached kernels; plain Python takes ~0.5 ms a message).
+WORTH_COMPILING = 500
+_KERNELS: list[Kernel] = []
+_plain = 0  # `plain` blocks entered and not left
+_loaded = False  # numba imported and every kernel given its dispatcher
+_wrapping = False  # a plain kernel is running (numpy's overflow warnings are off)
 
 
-def _no_blas() -> None:
-    raise ImportError("the kernels use no linear algebra")
+class Kernel:
+    """A function numba compiles when it is first called outside `plain`. Inside a compiled
+    kernel another kernel is called as numba's own dispatcher (`_numba_type_`)."""
+
+    def __init__(self, function: Callable[..., Any]) -> None:
+        update_wrapper(self, function)
+        self.py_func = function
+        self.dispatcher: Any = None
+        self._run: Callable[..., Any] = self._first_call
+
+    def __call__(self, *args: Any) -> Any:
+        return self._plain_call(*args) if _plain else self._run(*args)
+
+    def _first_call(self, *args: Any) -> Any:
+        load()
+        return self._run(*args)
+
+    def _plain_call(self, *args: Any) -> Any:
+        global _wrapping
+        if _wrapping:  # called by a plain kernel
+            return self.py_func(*args)
+        _wrapping = True
+        try:
+            with np.errstate(over="ignore"):  # uint64 arithmetic wraps by design
+                return self.py_func(*args)
+        finally:
+            _wrapping = False
+
+    @property
+    def _numba_type_(self) -> Any:
+        return self.dispatcher._numba_type_
+
+    def _load(self, njit: Callable[..., Any]) -> bool:
+        """Give the kernel its dispatcher; False when it cannot be cached on disk. Where no
+        cache directory is writable (a read-only root file system with HOME on it) numba
+        refuses `cache=True`, so the kernel is compiled in each process instead."""
+        try:
+            self.dispatcher = njit(cache=True)(self.py_func)
+            cached = True
+        except RuntimeError:
+            self.dispatcher = njit(self.py_func)
+            cached = False
+        self._run = self.dispatcher
+        return cached
 
 
-# numba looks for BLAS when it first loads its array functions (loading a cached kernel does) by
-# importing scipy.linalg: ~0.3 s and ~30 MB a process. The kernels here use no linear algebra,
-# so the answer is given without the import; `np.dot` and the like would not compile.
-numba.np.linalg.ensure_blas = _no_blas
+def compiled(function: Callable[..., Any]) -> Kernel:
+    """`function` as a kernel (module docstring); a kernel made after `load` has its
+    dispatcher at once."""
+    kernel = Kernel(function)
+    _KERNELS.append(kernel)
+    if _loaded:
+        kernel._load(_njit())
+    return kernel
 
 
-def compiled(kernel: Callable[..., Any]) -> Callable[..., Any]:
-    """`numba.njit` with numba's on-disk cache (without it, each process compiles: ~3 s for
-    `verify`'s kernels, ~8 s for `fingerprint`'s). Where no cache directory is writable (a
-    read-only root file system with HOME on it) numba refuses `cache=True` on import, so the
-    kernel is compiled in each process instead."""
+@contextmanager
+def plain() -> Iterator[None]:
+    """Kernels called inside run as plain Python (numba is not loaded for them)."""
+    global _plain
+    _plain += 1
     try:
-        dispatcher = njit(cache=True)(kernel)
-    except RuntimeError:
-        return njit(kernel)
-    _CACHED.append(dispatcher)
-    return dispatcher
+        yield
+    finally:
+        _plain -= 1
 
 
-@cache
-def note_compiling() -> None:
-    """Say on the log, once a process, when kernels are missing from numba's cache (the first
-    run on a machine, or after an upgrade): they are compiled when first called, 10-20 s in all,
-    and cached for the next runs."""
-    index = [k._cache._cache_file._index_path for k in _CACHED]  # numba's own index files
+def loaded() -> bool:
+    return _loaded
+
+
+def load() -> None:
+    """Import numba and give every kernel its dispatcher (each compiles, or loads from numba's
+    cache, when first called); once a process. Says on the log when kernels are missing from
+    the cache (the first run on a machine, or after an upgrade): they are compiled when first
+    called, 10-20 s in all, and cached for the next runs."""
+    global _loaded
+    if _loaded:
+        return
+    njit = _njit()
+    cached = [k.dispatcher for k in _KERNELS if k._load(njit)]
+    _loaded = True
+    say_compiling(cached)
+
+
+def say_compiling(dispatchers: list[Any]) -> None:
+    """Log that kernels are compiled, when some of these `cache=True` dispatchers are missing
+    from numba's cache."""
+    index = [d._cache._cache_file._index_path for d in dispatchers]  # numba's own files
     missing = [path for path in index if not os.path.exists(path)]
     if missing:
         log.info("compiling %d of the engine's kernels for this machine, once (10-20 s): cached "
                  "in %s", len(missing), os.path.dirname(missing[0]))
+
+
+def _njit() -> Callable[..., Any]:
+    import numba.np.linalg
+    from numba import njit
+
+    # numba looks for BLAS when it first loads its array functions (loading a cached kernel
+    # does) by importing scipy.linalg: ~0.3 s and ~30 MB a process. The kernels use no linear
+    # algebra, so the answer is given without the import; `np.dot` and the like would not
+    # compile.
+    numba.np.linalg.ensure_blas = _no_blas
+    return njit
+
+
+def _no_blas() -> None:
+    raise ImportError("the kernels use no linear algebra")

@@ -11,11 +11,13 @@ greater state), hence the same path; `install` makes jieba's tagger use it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from functools import cache, lru_cache
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from itertools import accumulate
 
 import numpy as np
+
+from .jit import compiled
 
 _MIN_FLOAT = -3.14e100  # jieba's log-probability of an emission its model never saw
 _CACHED_CHARACTERS = 1 << 13  # characters whose state indices are kept
@@ -44,7 +46,6 @@ class Decoder:
         self._follows = np.isfinite(self._trans)  # which states may come next
         self._leads = self._follows.any(axis=1)  # states with any transition out
         self._all = np.arange(size)
-        self._decode = _compiled()
 
     @lru_cache(maxsize=_CACHED_CHARACTERS)  # noqa: B019 - one decoder per process
     def _possible(self, ch: str) -> np.ndarray:
@@ -70,7 +71,7 @@ class Decoder:
         # (np.array of the rows and a Python running sum: a fraction of np.stack's and
         # np.cumsum's overhead on the few characters tagged at a time)
         bounds = np.array([0, *accumulate(len(p) for p in possible)], np.intp)
-        prob, route = self._decode(self._start, self._trans, self._follows, self._leads,
+        prob, route = _decode(self._start, self._trans, self._follows, self._leads,
                                    np.concatenate(possible), bounds,
                                    np.array([self._emissions(ch) for ch in obs]))
         return prob, [self.states[s] for s in route.tolist()]
@@ -93,15 +94,7 @@ def _by_character(emit: Sequence[Mapping[str, float]]) -> tuple[np.ndarray, ...]
     return codes[order], np.array(states, np.intp)[order], np.array(probs)[order]
 
 
-@cache
-def _compiled() -> Callable[..., tuple[float, np.ndarray]]:
-    """`_decode` compiled, when a decoder is first made: modules that only read the meaning
-    check's classes (the inspector's) load no compiler."""
-    from .jit import compiled
-
-    return compiled(_decode)
-
-
+@compiled
 def _decode(start: np.ndarray, trans: np.ndarray, follows: np.ndarray, leads: np.ndarray,
             possible: np.ndarray, bounds: np.ndarray,
             emissions: np.ndarray) -> tuple[float, np.ndarray]:
