@@ -1,0 +1,36 @@
+"""bench/whole_process.py: a process timed from outside, its wall time, peak memory and log."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+GROW = "import sys, time; b = bytearray(200 << 20); time.sleep(0.2); print('said', file=sys.stderr)"
+FAIL = "import sys; print('broken', file=sys.stderr); sys.exit(3)"
+
+
+@pytest.fixture(scope="module")
+def whole_process():
+    sys.path.insert(0, str(BENCH))
+    try:
+        yield importlib.import_module("whole_process")
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+def test_a_process_is_timed_with_its_own_peak_memory_and_what_it_said(whole_process,
+                                                                       tmp_path: Path) -> None:
+    wall, peak, said = whole_process.timed([sys.executable, "-c", GROW], {}, tmp_path / "out")
+    assert wall >= 0.2 and 200 <= peak < 400 and said.strip() == "said"
+
+
+def test_a_failing_process_stops_the_bench_with_what_it_said(whole_process,
+                                                             tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match="exited with 3:\nbroken"):
+        whole_process.timed([sys.executable, "-c", FAIL], {}, tmp_path / "out")
