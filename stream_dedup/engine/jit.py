@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import update_wrapper
@@ -25,9 +26,19 @@ log = logging.getLogger(__name__)
 # Python (~0.5 s to load numba and the cached kernels; plain Python takes ~0.5 ms a message).
 WORTH_COMPILING = 500
 _KERNELS: list[Kernel] = []
-_plain = 0  # `plain` blocks entered and not left
 _loaded = False  # numba imported and every kernel given its dispatcher
-_wrapping = False  # a plain kernel is running (numpy's overflow warnings are off)
+_LOADING = threading.Lock()
+
+
+class _Thread(threading.local):
+    """What `plain` asked of this thread's kernel calls (an inspector's thread may run plain
+    kernels while another thread runs compiled ones)."""
+
+    plain = 0  # `plain` blocks entered and not left
+    wrapping = False  # a plain kernel is running (numpy's overflow warnings are off)
+
+
+_thread = _Thread()
 
 
 class Kernel:
@@ -41,22 +52,21 @@ class Kernel:
         self._run: Callable[..., Any] = self._first_call
 
     def __call__(self, *args: Any) -> Any:
-        return self._plain_call(*args) if _plain else self._run(*args)
+        return self._plain_call(*args) if _thread.plain else self._run(*args)
 
     def _first_call(self, *args: Any) -> Any:
         load()
         return self._run(*args)
 
     def _plain_call(self, *args: Any) -> Any:
-        global _wrapping
-        if _wrapping:  # called by a plain kernel
+        if _thread.wrapping:  # called by a plain kernel
             return self.py_func(*args)
-        _wrapping = True
+        _thread.wrapping = True
         try:
             with np.errstate(over="ignore"):  # uint64 arithmetic wraps by design
                 return self.py_func(*args)
         finally:
-            _wrapping = False
+            _thread.wrapping = False
 
     @property
     def _numba_type_(self) -> Any:
@@ -89,12 +99,11 @@ def compiled(function: Callable[..., Any]) -> Kernel:
 @contextmanager
 def plain() -> Iterator[None]:
     """Kernels called inside run as plain Python (numba is not loaded for them)."""
-    global _plain
-    _plain += 1
+    _thread.plain += 1
     try:
         yield
     finally:
-        _plain -= 1
+        _thread.plain -= 1
 
 
 def loaded() -> bool:
@@ -107,11 +116,12 @@ def load() -> None:
     the cache (the first run on a machine, or after an upgrade): they are compiled when first
     called, 10-20 s in all, and cached for the next runs."""
     global _loaded
-    if _loaded:
-        return
-    njit = _njit()
-    cached = [k.dispatcher for k in _KERNELS if k._load(njit)]
-    _loaded = True
+    with _LOADING:
+        if _loaded:
+            return
+        njit = _njit()
+        cached = [k.dispatcher for k in _KERNELS if k._load(njit)]
+        _loaded = True
     say_compiling(cached)
 
 
