@@ -1,10 +1,10 @@
 """Compiled kernels (numba), shared by the stages that have them (`verify`, `fingerprint`, ...).
 
 A kernel is compiled when it is first called, and numba is imported then, not before: loading
-numba and the kernels from its on-disk cache costs about half a second a process, more than a
-few dozen messages take through the kernels' plain Python. So a small piece of work may run
-them as plain Python (`plain`): `Engine.process` does so for a batch too small to pay for the
-compiler (`WORTH_COMPILING`) while the compiler is not loaded yet, and a file of ten lines is
+numba and the kernels from its on-disk cache costs about a third of a second a process, as much
+as a couple of hundred messages take through the kernels' plain Python. So a small piece of work
+may run them as plain Python (`plain`): `Engine.process` does so for a batch too small to pay for
+the compiler (`WORTH_COMPILING`) while the compiler is not loaded yet, and a file of ten lines is
 decided without it. Plain and compiled kernels give the same results
 (tests/property/test_jit_props.py): numpy's fixed-width scalars wrap as numba's do.
 """
@@ -23,8 +23,9 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 # Messages of a batch from which compiling the kernels costs less than running them as plain
-# Python (~0.5 s to load numba and the cached kernels; plain Python takes ~0.5 ms a message).
-WORTH_COMPILING = 500
+# Python: loading numba and the cached kernels takes ~0.35 s, the plain kernels ~1.6 ms a message
+# (dev stream, measured in fresh processes).
+WORTH_COMPILING = 200
 _KERNELS: list[Kernel] = []
 _loaded = False  # numba imported and every kernel given its dispatcher
 _LOADING = threading.Lock()
