@@ -147,6 +147,9 @@ class Engine(Snapshots):
         self.commonness, counted = self._restore_commonness(covered)
         self._rebuild(covered, counted)
         self._written = self._written_filter()
+        # A state opened empty: its first batches have no stored messages to expire, so a small
+        # one may run the kernels as plain Python (`process`, `jit.plain_for`).
+        self._opened_empty = self._written is not None
         # What the engine loaded lives as long as it does: out of the collector's sight, so a
         # full collection does not walk it.
         gc.freeze()
@@ -206,8 +209,8 @@ class Engine(Snapshots):
         the caller made them already (the engine process's parent does, on its own core)."""
         if not messages:
             return []
-        small = len(messages) < jit.WORTH_COMPILING and not jit.loaded()
-        with collector.paused(), jit.plain() if small else nullcontext():
+        plain = self._opened_empty and jit.plain_for(len(messages))
+        with collector.paused(), jit.plain() if plain else nullcontext():
             return self._process(messages, normalized)
 
     def _process(self, messages: Sequence[Message],

@@ -3,9 +3,10 @@
 A kernel is compiled when it is first called, and numba is imported then, not before: loading
 numba and the kernels from its on-disk cache costs about a third of a second a process, as much
 as a couple of hundred messages take through the kernels' plain Python. So a small piece of work
-may run them as plain Python (`plain`): `Engine.process` does so for a batch too small to pay for
-the compiler (`WORTH_COMPILING`) while the compiler is not loaded yet, and a file of ten lines is
-decided without it. Plain and compiled kernels give the same results
+may run them as plain Python (`plain`): `Engine.process` does so while the messages so run stay
+fewer than `WORTH_COMPILING` (`plain_for`), so a file of ten lines is decided without the
+compiler, and a process deciding more never spends more on plain kernels than the compiler
+would have cost. Plain and compiled kernels give the same results
 (tests/property/test_jit_props.py): numpy's fixed-width scalars wrap as numba's do.
 """
 
@@ -28,6 +29,7 @@ log = logging.getLogger(__name__)
 WORTH_COMPILING = 200
 _KERNELS: list[Kernel] = []
 _loaded = False  # numba imported and every kernel given its dispatcher
+_plain_messages = 0  # messages `plain_for` let run the kernels as plain Python
 _LOADING = threading.Lock()
 
 
@@ -107,8 +109,15 @@ def plain() -> Iterator[None]:
         _thread.plain -= 1
 
 
-def loaded() -> bool:
-    return _loaded
+def plain_for(messages: int) -> bool:
+    """Whether a batch of `messages` should run the kernels as plain Python: while numba is not
+    loaded and the messages run so, these included, stay fewer than `WORTH_COMPILING` (the batch
+    that would reach it loads the compiler instead)."""
+    global _plain_messages
+    if _loaded or _plain_messages + messages >= WORTH_COMPILING:
+        return False
+    _plain_messages += messages
+    return True
 
 
 def load() -> None:

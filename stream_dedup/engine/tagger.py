@@ -72,8 +72,8 @@ class Decoder:
         # np.cumsum's overhead on the few characters tagged at a time)
         bounds = np.array([0, *accumulate(len(p) for p in possible)], np.intp)
         prob, route = _decode(self._start, self._trans, self._follows, self._leads,
-                                   np.concatenate(possible), bounds,
-                                   np.array([self._emissions(ch) for ch in obs]))
+                              np.concatenate(possible), bounds,
+                              np.array([self._emissions(ch) for ch in obs]))
         return prob, [self.states[s] for s in route.tolist()]
 
 

@@ -1,5 +1,5 @@
-"""The compiled kernels: numba is loaded only for work that pays for it, a first run says it
-compiles them, a run with them cached says nothing."""
+"""The compiled kernels: numba is loaded once the work pays for it, a first run says it compiles
+them, a run with them cached says nothing."""
 
 import logging
 import subprocess
@@ -14,7 +14,7 @@ import pytest
 from stream_dedup.engine import jit
 
 pytestmark = pytest.mark.unit
-# Decides `count` messages in one batch of a new engine, then says whether numba was loaded.
+# A new engine decides batches of the sizes given, then says whether numba was loaded.
 ENGINE_RUN = """
 import sys
 from stream_dedup.config import Settings
@@ -22,10 +22,13 @@ from stream_dedup.engine.batch import Engine
 from stream_dedup.engine.stored import TABLES
 from stream_dedup.records import Message
 from stream_dedup.state import MemoryStore
-count = int(sys.argv[1])
 engine = Engine(Settings(), MemoryStore(TABLES))
-texts = ["房间干净整洁早餐丰富", "房间干净整洁早餐很丰富"] * (count // 2)
-engine.process([Message(f"m{i}", t, 1_700_000_000_000 + i) for i, t in enumerate(texts)])
+texts = ["房间干净整洁早餐丰富", "房间干净整洁早餐很丰富"]
+n = 0
+for size in map(int, sys.argv[1:]):
+    engine.process([Message(f"m{n + i}", texts[i % 2], 1_700_000_000_000 + n + i)
+                    for i in range(size)])
+    n += size
 print("numba" in sys.modules)
 """
 
@@ -55,10 +58,19 @@ def test_every_cached_kernel_has_an_index_path_numba_writes() -> None:
     assert all(d._cache._cache_file._index_path.endswith(".nbi") for d in dispatchers)
 
 
-@pytest.mark.parametrize(("count", "loads"), [(10, False), (jit.WORTH_COMPILING, True)])
-def test_numba_is_loaded_only_for_a_batch_that_pays_for_it(count: int, loads: bool) -> None:
-    out = subprocess.run([sys.executable, "-c", ENGINE_RUN, str(count)], capture_output=True,
-                         text=True, check=True).stdout
+SMALL = jit.WORTH_COMPILING // 4
+
+
+@pytest.mark.parametrize(("batches", "loads"), [
+    ([10], False),  # a small file
+    ([jit.WORTH_COMPILING], True),  # a batch that pays for the compiler at once
+    ([SMALL] * 3, False),
+    ([SMALL] * 4, True),  # the batch that would bring the plain ones to the bound loads it
+])
+def test_numba_is_loaded_once_plain_kernels_would_cost_more(batches: list[int],
+                                                           loads: bool) -> None:
+    out = subprocess.run([sys.executable, "-c", ENGINE_RUN, *map(str, batches)],
+                         capture_output=True, text=True, check=True).stdout
     assert out.strip() == str(loads)
 
 
