@@ -9,6 +9,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
+from dataclasses import replace
 from typing import TYPE_CHECKING, TextIO
 
 from ..config import Settings
@@ -26,6 +27,9 @@ if TYPE_CHECKING:
 # The `topic` label of the records a file run reads, in its metrics (`--metrics-textfile`; the
 # metrics module is imported only then: a tenth of a second of a short run's start).
 FILE_TOPIC = "file"
+# Records of an input up to which a run without --state keeps its state in memory (`_file_state`).
+MEMORY_STATE_RECORDS = 50_000
+Record = tuple[int, bytes, Message | DeadLetter]  # line number, the line, what it decoded to
 
 
 class Progress:
@@ -75,16 +79,15 @@ class Progress:
             self.bar = None
 
 
-def _records(path: str, settings: Settings) -> Iterator[tuple[int, bytes, Message | DeadLetter]]:
+def _records(path: str, settings: Settings) -> Iterator[Record]:
     base_ms = int(time.time() * 1000)
     for number, raw in read_lines(path):
         yield number, raw, decode(raw, f"{path}:{number}", f"line:{number}", base_ms + number,
                                   settings.input)
 
 
-def _batches(items: Iterator[tuple[int, bytes, Message | DeadLetter]],
-             size: int) -> Iterator[list[tuple[int, bytes, Message | DeadLetter]]]:
-    batch: list[tuple[int, bytes, Message | DeadLetter]] = []
+def _batches(items: Iterator[Record], size: int) -> Iterator[list[Record]]:
+    batch: list[Record] = []
     for item in items:
         batch.append(item)
         if len(batch) >= size:
@@ -113,16 +116,24 @@ def verdict_json(v: Verdict) -> dict[str, object]:
     return out
 
 
-def _file_state(args: argparse.Namespace, stack: ExitStack) -> str:
-    """The state directory of a file-mode run: a fresh temporary one removed at exit, or
-    `--state DIR`, refused when DIR already holds messages unless `--resume` says so, because
-    their ids would get their stored verdicts back and their texts would count as earlier
-    messages, which a run over another file does not expect."""
-    if args.state is None:
-        if args.resume:
-            raise StreamDedupError("--resume needs --state DIR: the state of the run to continue")
-        return stack.enter_context(tempfile.TemporaryDirectory(prefix="stream-dedup-state-"))
-    return args.state
+def _file_state(args: argparse.Namespace, stack: ExitStack,
+                settings: Settings) -> tuple[str, Settings]:
+    """The state of a file-mode run and the settings to open it with. `--state DIR` is used as
+    it is, refused when DIR already holds messages unless `--resume` says so, because their ids
+    would get their stored verdicts back and their texts would count as earlier messages, which
+    a run over another file does not expect. Without it the state is a fresh temporary one: in
+    memory when the input file has at most `MEMORY_STATE_RECORDS` lines (counted first: opening,
+    writing and closing RocksDB then cost more than the state's dicts take, ~1.4 KB a message),
+    else a temporary directory removed at exit (standard input too: it cannot be counted
+    first)."""
+    if args.state is not None:
+        return args.state, settings
+    if args.resume:
+        raise StreamDedupError("--resume needs --state DIR: the state of the run to continue")
+    lines = count_lines(args.input, most=MEMORY_STATE_RECORDS) if args.input != "-" else None
+    if lines is not None and lines <= MEMORY_STATE_RECORDS:
+        return "", replace(settings, state=replace(settings.state, backend="memory"))
+    return stack.enter_context(tempfile.TemporaryDirectory(prefix="stream-dedup-state-")), settings
 
 
 def _refuse_used_state(args: argparse.Namespace, engine: Engine) -> None:
@@ -145,8 +156,9 @@ def _progress_total(path: str, enabled: bool) -> int | None:
 
 
 def cmd_dedup(args: argparse.Namespace, settings: Settings) -> int:
+    started = time.perf_counter()
     with ExitStack() as state_stack:
-        state_path = _file_state(args, state_stack)
+        state_path, settings = _file_state(args, state_stack, settings)
         # Loaded when a batch first needs them: a short file pays for no more than it uses.
         engine = open_engine(settings, state_path, warm=False)
         try:
@@ -154,13 +166,13 @@ def cmd_dedup(args: argparse.Namespace, settings: Settings) -> int:
         except StreamDedupError:
             engine.close()
             raise
-        return _dedup(args, settings, engine)
+        return _dedup(args, settings, engine, started)
 
 
-def _dedup(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
+def _dedup(args: argparse.Namespace, settings: Settings, engine: Engine,
+           started: float) -> int:
     progress = Progress(not args.quiet, _progress_total(args.input, not args.quiet))
     metrics = _file_metrics(settings) if args.metrics_textfile else None
-    started = time.perf_counter()
     dead = 0
     with ExitStack() as stack:
         stack.callback(engine.close, keep=args.state is not None)

@@ -1,4 +1,5 @@
 import json
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -95,3 +96,29 @@ def test_yaml_error_names_file_and_line(tmp_path: Path, capsys) -> None:
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"stream-dedup: {cfg} line 3: not valid YAML (")
     assert "config key" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("most", [3, 2])  # in memory; in a temporary directory
+def test_a_run_without_state_decides_alike_in_memory_or_on_disk(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, most: int) -> None:
+    """A file of at most MEMORY_STATE_RECORDS lines keeps its state in memory, a longer one
+    (or standard input) in a temporary RocksDB directory: the verdicts are the same."""
+    from stream_dedup.cli import file_mode
+
+    made: list[str] = []
+    real = file_mode.tempfile.TemporaryDirectory
+
+    def temporary(**kwargs: str) -> tempfile.TemporaryDirectory[str]:
+        made.append(kwargs["prefix"])
+        return real(**kwargs)
+
+    monkeypatch.setattr(file_mode, "MEMORY_STATE_RECORDS", most)
+    monkeypatch.setattr(file_mode.tempfile, "TemporaryDirectory", temporary)
+    src = _write(tmp_path / "in.jsonl", [("1", A_TEXT), ("2", B_TEXT), ("3", A_TEXT + "！")])
+    dec = tmp_path / "d.jsonl"
+    assert main(["dedup", str(src), "-o", str(tmp_path / "u.jsonl"), "--decisions", str(dec),
+                 "--quiet"]) == 0
+    assert made == ([] if most == 3 else ["stream-dedup-state-"])
+    got = _verdicts(dec)
+    assert [got[i]["verdict"] for i in "123"] == ["unique", "unique", "exact"]
+    assert got["3"]["matched_id"] == "1"
