@@ -99,7 +99,7 @@ class Bar:
 
 
 def no_anchors(n: int) -> AnchorQuery:
-    return AnchorQuery([np.zeros(0, np.uint64)] * n, np.zeros((n, 1), np.int64),
+    return AnchorQuery(np.zeros(0, np.uint64), np.zeros((n, 1), np.int64),
                        np.ones((n, 1), np.int64), np.ones(2, np.int64))
 
 
