@@ -28,12 +28,14 @@ the block cache have their index and filter blocks cut in partitions (RocksDB's 
 and partitioned filters; only the top level pinned in memory): a lookup then reads a few KiB of
 them, where a whole file's index and filter (~2 MB for a bulk-loaded file) would be read and
 parsed again at every lookup once the cache cannot hold them all (1 ms a query at 100M stored,
-against 33 µs at 1M). When lookups mostly find their bucket (`index_hits`: the tables nearly
-full at capacity), the filters of the last level, where bulk-loaded files and compacted history
-sit, are not consulted (RocksDB's `optimize_filters_for_hits`): a filter read that nearly always
-says "maybe" only adds a block read to the lookup. The snapshots in `meta` are rewritten at
-every close, so that table is compacted then: a restart leaves no stale copy behind. RocksDB
-keeps one info log (its `LOG`), not one more per start.
+against 33 µs at 1M). When such tables' lookups also mostly find their bucket (`index_hits`:
+the tables nearly full at capacity), the filters of the last level, where bulk-loaded files and
+compacted history sit, are not consulted (RocksDB's `optimize_filters_for_hits`): a filter read
+that nearly always says "maybe" only adds a block read to the lookup. Tables the cache holds
+keep every filter: a probe of a cached filter costs little, and spares a young state's misses.
+The snapshots in `meta` are rewritten at every close, so that table is compacted then: a
+restart leaves no stale copy behind. RocksDB keeps one info log (its `LOG`), not one more per
+start.
 """
 
 from __future__ import annotations
@@ -162,7 +164,8 @@ class RocksStore:
         owner_only(path)
         cache = Cache(block_cache_mb << 20)
         opts = _options(cache)
-        blocks = _BlockReads(index_block_kb << 10, index_bytes > block_cache_mb << 20, index_hits)
+        large = index_bytes > block_cache_mb << 20
+        blocks = _BlockReads(index_block_kb << 10, large, large and index_hits)
         self._cf_opts = {cf: _options(cache, cf in _MOSTLY_MISSED, cf in lookups_only,
                                       cf in _TEXTS, cf in _REWRITTEN,
                                       blocks if cf in _SMALL_READS else None)
