@@ -4,7 +4,8 @@
                           [--near 200000] [--capacity N] [--layout auto|blocks|permuted]
                           [--name NAME]
 
-At each size, in a fresh state whose layout is sized to the size (or to `--capacity`):
+At each size, in a fresh state whose layout and store options are sized to the size (or to
+`--capacity`), as the engine opens its state (`engine_store`):
 * fingerprints: random ones, plus `--near` edited copies of the shipped streams' texts
   (one to three characters deleted, inserted or replaced, fingerprinted by the engine's
   strategy), so the buckets hold real near-duplicate clusters, not only the random floor;
