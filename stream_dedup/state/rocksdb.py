@@ -26,7 +26,7 @@ in blocks of `state.index_block_kb`: 1 KiB makes a lookup in a table far larger 
 state on the dev stream. Block tables whose entries at the index's capacity (`index_bytes`) outgrow
 the block cache have their index and filter blocks cut in partitions (RocksDB's two-level index
 and partitioned filters; only the top level pinned in memory): a lookup then reads a few KiB of
-them, where a whole file's index and filter (~2 MB for a bulk-loaded file) would be read and
+them, where a whole file's index and filter (over 1 MB for a bulk-loaded file) would be read and
 parsed again at every lookup once the cache cannot hold them all (1 ms a query at 100M stored,
 against 33 µs at 1M). When such tables' lookups also mostly find their bucket (`index_hits`:
 the tables nearly full at capacity), the filters of the last level, where bulk-loaded files and
