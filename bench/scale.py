@@ -4,7 +4,8 @@
                           [--near 200000] [--capacity N] [--layout auto|blocks|permuted]
                           [--name NAME]
 
-At each size, in a fresh state whose layout is sized to the size (or to `--capacity`):
+At each size, in a fresh state whose layout and store options are sized to the size (or to
+`--capacity`), as the engine opens its state (`engine_store`):
 * fingerprints: random ones, plus `--near` edited copies of the shipped streams' texts
   (one to three characters deleted, inserted or replaced, fingerprinted by the engine's
   strategy), so the buckets hold real near-duplicate clusters, not only the random floor;
@@ -28,20 +29,20 @@ import resource
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import results
 
 from stream_dedup.config import Settings
-from stream_dedup.engine.batch import LOOKUPS_ONLY
+from stream_dedup.engine.batch import engine_store
 from stream_dedup.engine.index import bulk
-from stream_dedup.engine.index.layout import Layout, make_layout
+from stream_dedup.engine.index.layout import Layout, configured_layout
 from stream_dedup.engine.index.probe import AnchorQuery, BatchProbe
 from stream_dedup.engine.normalize import Normalizer
-from stream_dedup.engine.stored import TABLES
 from stream_dedup.engine.strategies import make_strategy
-from stream_dedup.state import WriteSet, open_store
+from stream_dedup.state import WriteSet
 from stream_dedup.state.rocksdb import directory_bytes
 
 SETTINGS = Settings()
@@ -99,7 +100,7 @@ class Bar:
 
 
 def no_anchors(n: int) -> AnchorQuery:
-    return AnchorQuery([np.zeros(0, np.uint64)] * n, np.zeros((n, 1), np.int64),
+    return AnchorQuery(np.zeros(0, np.uint64), np.zeros((n, 1), np.int64),
                        np.ones((n, 1), np.int64), np.ones(2, np.int64))
 
 
@@ -143,7 +144,12 @@ def rss_mib() -> tuple[float, float]:
 
 def measure(size: int, args: argparse.Namespace, texts: list[str], state: str,
             rng: np.random.Generator) -> list[tuple[object, ...]]:
-    layout = make_layout(args.layout, args.k, capacity=args.capacity or size)
+    settings = replace(SETTINGS, index=replace(SETTINGS.index, layout=args.layout,
+                                               max_distance=args.k,
+                                               capacity=args.capacity or size),
+                       state=replace(SETTINGS.state, backend="rocksdb",
+                                     index_block_kb=INDEX_BLOCK_KB))
+    layout = configured_layout(settings)
     bits = sorted({layout.key_bits(t) for t in range(len(layout.tables))})
     name = f"{len(layout.tables)} tables of {'-'.join(map(str, bits))}-bit keys"
     print(f"{size:,}: {layout.describe(args.capacity or size)}", flush=True)
@@ -151,8 +157,7 @@ def measure(size: int, args: argparse.Namespace, texts: list[str], state: str,
     fps = np.concatenate([rng.integers(0, 2**64, size - near, dtype=np.uint64),
                           edited(texts, near, rng)])
     rng.shuffle(fps)
-    store = open_store("rocksdb", state, TABLES, lookups_only=LOOKUPS_ONLY,
-                       index_block_kb=INDEX_BLOCK_KB)
+    store = engine_store(settings, state, sync=False)
     loaded = size - min(args.inserts, size)
     bar = Bar("bulk load", loaded * len(layout.tables))
     began = time.perf_counter()

@@ -5,20 +5,18 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import replace
 
 from ..config import Settings
-from ..engine.batch import LOOKUPS_ONLY, Engine
+from ..engine.batch import Engine, engine_store
 from ..engine.preload import CHUNK, Preload
-from ..engine.stored import TABLES
 from ..records import Message
-from ..state import open_store
 from .file_mode import Progress, _batches, _progress_total, _records
 
 
 def cmd_bulk_load(args: argparse.Namespace, settings: Settings) -> int:
-    st = settings.state
-    store = open_store("rocksdb", args.state, TABLES, st.block_cache_mb, False, LOOKUPS_ONLY,
-                       st.index_block_kb)
+    store = engine_store(replace(settings, state=replace(settings.state, backend="rocksdb")),
+                         args.state, sync=False)
     started = time.perf_counter()
     try:
         preload = Preload(settings, store)

@@ -78,12 +78,21 @@ MOST_WRITTEN = 1 << 24
 WRITTEN_FP_RATE = 0.01
 
 
+def engine_store(settings: Settings, path: str, sync: bool) -> KVStore:
+    """The configured store (`state.*`) at `path` for an engine: its block tables' options
+    chosen from what they hold at the index's capacity (`state.rocksdb.RocksStore`)."""
+    st = settings.state
+    capacity = index_capacity(settings)
+    layout = configured_layout(settings)
+    return open_store(st.backend, path, TABLES, st.block_cache_mb, sync, LOOKUPS_ONLY,
+                      st.index_block_kb, index_bytes=layout.stored_bytes(capacity),
+                      index_hits=layout.found(capacity) > 0.5)
+
+
 def open_engine(settings: Settings, path: str, warm: bool = True) -> Engine:
     """An engine on the configured state (`state.*`) at `path`; the store is closed again when
     the engine cannot start on it. `warm`: load what the verification needs now (`warm_up`)."""
-    st = settings.state
-    store = open_store(st.backend, path, TABLES, st.block_cache_mb, st.sync_writes, LOOKUPS_ONLY,
-                       st.index_block_kb)
+    store = engine_store(settings, path, settings.state.sync_writes)
     try:
         engine = Engine(settings, store)
         if warm:

@@ -2,12 +2,14 @@
 
 import gc
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from rocks_options import families_whose_options_hold
 
 from stream_dedup.config import Settings
-from stream_dedup.engine.batch import Engine
+from stream_dedup.engine.batch import Engine, engine_store
 from stream_dedup.engine.stored import TABLES
 from stream_dedup.records import Decision, Message
 from stream_dedup.state import MemoryStore, open_store
@@ -167,3 +169,19 @@ def test_collector_paused_only_during_a_batch(monkeypatch: pytest.MonkeyPatch) -
         assert not gc.isenabled()  # a caller's choice is left alone
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize(("capacity", "partitioned", "hits"), [
+    (500_000, False, False),  # the default: tables within the block cache, lookups mostly miss
+    (10**7, True, False),
+    (10**8, True, True),  # nearly every bucket of the tables holds entries
+])
+def test_the_engine_store_reads_its_block_tables_as_their_size_at_capacity_asks(
+        tmp_path: Path, capacity: int, partitioned: bool, hits: bool) -> None:
+    s = Settings()
+    settings = replace(s, index=replace(s.index, capacity=capacity))
+    engine_store(settings, str(tmp_path / "s"), sync=False).close()
+    two_level = families_whose_options_hold(tmp_path / "s", "index_type=kTwoLevelIndexSearch")
+    skipping = families_whose_options_hold(tmp_path / "s", "optimize_filters_for_hits=true")
+    assert two_level == ({"blocks"} if partitioned else set())
+    assert skipping == ({"blocks"} if hits else set())

@@ -28,7 +28,8 @@ def buckets(store: KVStore) -> list[tuple[bytes, bytes]]:
     return list(store.scan("blocks", b"", b"\xff" * 16))
 
 
-@pytest.mark.parametrize("layout", [Layout.blocks(3), Layout.sized(3, 10**8)])
+# Layout.blocks(0): one table keyed on all 64 bits, whose key and position do not share a word.
+@pytest.mark.parametrize("layout", [Layout.blocks(3), Layout.sized(3, 10**8), Layout.blocks(0)])
 def test_bulk_load_leaves_the_buckets_the_batch_insert_leaves(layout: Layout,
                                                               monkeypatch: pytest.MonkeyPatch,
                                                               tmp_path: Path) -> None:

@@ -59,6 +59,23 @@ def test_random_fingerprints_compare_what_the_layout_expects() -> None:
     assert measured == pytest.approx(layout.compared(len(fps)) + len(layout.tables), rel=0.1)
 
 
+def test_stored_bytes_are_an_entry_a_table_a_fingerprint() -> None:
+    layout = Layout.sized(3, 10**8)
+    assert layout.stored_bytes(10**8) == 10**8 * len(layout.tables) * 16
+
+
+def test_random_fingerprints_find_the_share_of_buckets_the_layout_expects() -> None:
+    layout = Layout.blocks(7)  # 8 tables of 8-bit keys
+    rng = np.random.default_rng(2)
+    stored = 300
+    held = layout.keys(rng.integers(0, 2**64, stored, dtype=np.uint64))
+    asked = layout.keys(rng.integers(0, 2**64, 20_000, dtype=np.uint64))
+    found = np.mean([np.isin(a, h).mean() for a, h in zip(asked, held, strict=True)])
+    assert layout.found(0) == 0
+    assert found == pytest.approx(layout.found(stored), abs=0.04)
+    assert layout.found(stored) == pytest.approx(1 - np.exp(-stored / 256))
+
+
 def test_capacity_comes_from_the_rate_and_window_when_unset() -> None:
     s = Settings()
     assert index_capacity(s) == s.index.capacity

@@ -6,6 +6,7 @@ import random
 from pathlib import Path
 
 import pytest
+from rocks_options import families_whose_options_hold
 
 from stream_dedup.engine.stored import TABLES
 from stream_dedup.errors import StateError
@@ -28,14 +29,6 @@ def test_rocksdb_directory_is_owner_only(tmp_path: Path) -> None:
     assert (tmp_path / "s").stat().st_mode & 0o077 == 0
 
 
-def families_whose_options_hold(path: Path, setting: str) -> set[str]:
-    """The column families whose section of the store's latest OPTIONS file holds `setting`."""
-    text = max(path.glob("OPTIONS-*")).read_text()
-    return {
-        section.split('"')[1] for section in text.split("[CFOptions ")[1:] if setting in section
-    }
-
-
 def test_rocksdb_memtable_bloom_only_where_lookups_miss(tmp_path: Path) -> None:
     open_store("rocksdb", str(tmp_path / "s"), TABLES).close()
     filtered = families_whose_options_hold(tmp_path / "s", "memtable_whole_key_filtering=true")
@@ -46,6 +39,50 @@ def test_rocksdb_hash_memtables_only_where_asked(tmp_path: Path) -> None:
     open_store("rocksdb", str(tmp_path / "s"), TABLES, lookups_only=("anchors", "exact")).close()
     hashed = families_whose_options_hold(tmp_path / "s", "id=HashLinkListRepFactory")
     assert hashed == {"anchors", "exact"}
+
+
+PARTITIONED = "index_type=kTwoLevelIndexSearch"
+
+
+def test_block_tables_partition_their_index_and_filters_only_past_the_block_cache(
+        tmp_path: Path) -> None:
+    open_store("rocksdb", str(tmp_path / "a"), TABLES, block_cache_mb=8,
+               index_bytes=8 << 20).close()
+    assert families_whose_options_hold(tmp_path / "a", PARTITIONED) == set()
+    open_store("rocksdb", str(tmp_path / "b"), TABLES, block_cache_mb=8,
+               index_bytes=(8 << 20) + 1).close()
+    assert families_whose_options_hold(tmp_path / "b", PARTITIONED) == {"blocks"}
+    assert "partition_filters=true" in max((tmp_path / "b").glob("OPTIONS-*")).read_text()
+
+
+@pytest.mark.parametrize(("index_bytes", "hits", "skipping"), [
+    (2 << 20, True, {"blocks"}), (2 << 20, False, set()), (1 << 20, True, set())])
+def test_block_tables_skip_last_level_filters_only_when_large_and_lookups_mostly_hit(
+        tmp_path: Path, index_bytes: int, hits: bool, skipping: set[str]) -> None:
+    open_store("rocksdb", str(tmp_path / "s"), TABLES, block_cache_mb=1, index_bytes=index_bytes,
+               index_hits=hits).close()
+    assert families_whose_options_hold(tmp_path / "s", "optimize_filters_for_hits=true") == skipping
+
+
+def test_partitioned_block_tables_find_what_was_loaded_and_written_and_nothing_else(
+        tmp_path: Path) -> None:
+    """Bulk-loaded files (the last level, filters skipped) and written keys (the memtable, then
+    a file of their own) are found across a reopen; absent keys are not."""
+    rng = random.Random(5)
+    keys = sorted({rng.randbytes(9) for _ in range(6000)})
+    loaded, written, absent = keys[::3], keys[1::3], keys[2::3]
+    w = WriteSet()
+    for k in written:
+        w.put("blocks", k, k[::-1])
+    for reopen in (False, True):
+        s = open_store("rocksdb", str(tmp_path / "s"), TABLES, block_cache_mb=1,
+                       lookups_only=("blocks",), index_block_kb=1, index_bytes=2 << 20,
+                       index_hits=True)
+        if not reopen:
+            assert s.ingest("blocks", ((k, k[::-1]) for k in loaded)) == len(loaded)
+            s.write(w)
+        assert s.get_many("blocks", keys) == [None if k in absent else k[::-1] for k in keys]
+        s.close()
 
 
 def test_hashed_table_scans_in_key_order_before_and_after_reopen(tmp_path: Path) -> None:

@@ -39,9 +39,7 @@ def _buckets(layout: Layout, fps: np.ndarray, seqs: np.ndarray,
     first byte), each table's keys ascending."""
     fps = np.asarray(fps, dtype=np.uint64)
     for t, blocks in enumerate(layout.tables):
-        keys = Layout(layout.max_distance, layout.bounds, (blocks,)).keys(fps)[0]
-        order = keys.argsort(kind="stable")  # seqs stay ascending within a bucket
-        keys = keys[order]
+        keys, order = _sorted(Layout(layout.max_distance, layout.bounds, (blocks,)), fps)
         stop = 0
         while stop < len(keys):
             start, stop = stop, min(stop + SLICE, len(keys))
@@ -61,3 +59,25 @@ def _buckets(layout: Layout, fps: np.ndarray, seqs: np.ndarray,
                     yield name, data[a:b]
             if progress is not None:
                 progress(t * len(fps) + stop)
+
+
+def _sorted(table: Layout, fps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The keys of a one-table layout ascending, and the positions of their fingerprints (a
+    bucket's ascending). Made in two arrays the size of the history, a 100M-message load's
+    largest: the keys are computed `SLICE` fingerprints at a time (`Layout.keys` of all at once
+    holds a temporary per block of the table), then each key and its position are packed in one
+    word and sorted in place, where an argsort would hold its order, the keys reordered and a
+    merge buffer besides."""
+    keys = np.empty(len(fps), dtype=np.uint64)
+    for start in range(0, len(fps), SLICE):
+        keys[start : start + SLICE] = table.keys(fps[start : start + SLICE])[0]
+    width = max(len(fps) - 1, 1).bit_length()
+    if table.key_bits(0) + width > 64:
+        order = keys.argsort(kind="stable")
+        return keys[order], order
+    keys <<= np.uint64(width)
+    keys |= np.arange(len(fps), dtype=np.uint64)
+    keys.sort()  # distinct words: a bucket's positions ascending
+    order = keys & np.uint64((1 << width) - 1)
+    keys >>= np.uint64(width)
+    return keys, order

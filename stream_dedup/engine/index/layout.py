@@ -69,12 +69,23 @@ class Layout:
         """Expected bucket entries a query compares with `stored` random fingerprints."""
         return stored * sum(2.0 ** -self.key_bits(t) for t in range(len(self.tables)))
 
+    def stored_bytes(self, stored: int) -> int:
+        """Bytes of bucket entries the tables hold with `stored` fingerprints."""
+        return stored * len(self.tables) * ENTRY_BYTES
+
+    def found(self, stored: int) -> float:
+        """Share of a random fingerprint's bucket lookups that find a bucket with `stored`
+        random fingerprints stored (a bucket of b bits is empty with probability e^(-stored/2^b)).
+        """
+        return 1.0 - float(np.mean([np.exp(-stored * 2.0 ** -self.key_bits(t))
+                                    for t in range(len(self.tables))]))
+
     def describe(self, capacity: int) -> str:
         """Its tables and their cost, for the line the engine logs at start."""
         bits = sorted({self.key_bits(t) for t in range(len(self.tables))})
         return (f"{len(self.tables)} tables of {'-'.join(map(str, bits))}-bit keys "
                 f"({self.blocks_count} blocks, k={self.max_distance}), "
-                f"{len(self.tables) * ENTRY_BYTES} bytes a fingerprint, "
+                f"{self.stored_bytes(1)} bytes a fingerprint, "
                 f"~{self.compared(capacity):.1f} entries compared a query at {capacity:,} stored")
 
     def keys(self, fps: np.ndarray) -> np.ndarray:
