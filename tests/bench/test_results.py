@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 pytestmark = pytest.mark.unit
-
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-
-
-@pytest.fixture(scope="module")
-def results():
-    sys.path.insert(0, str(BENCH))
-    try:
-        yield importlib.import_module("results")
-    finally:
-        sys.path.remove(str(BENCH))
 
 
 def test_a_repeated_stream_has_fresh_ids_and_each_round_its_own_texts(results) -> None:
@@ -54,8 +41,9 @@ def test_a_repeated_stream_holds_the_stream_once_at_least(results) -> None:
 def test_the_command_names_a_file_outside_the_repository_by_its_name(results, tmp_path) -> None:
     stream = tmp_path / "feed.jsonl.gz"
     stream.write_bytes(b"")
-    inside = str(BENCH / "results.py")
-    line = results.command_line([str(BENCH / "kafka_bench.py"), "--input", str(stream),
+    bench = Path(results.__file__).parent
+    inside = str(bench / "results.py")
+    line = results.command_line([str(bench / "kafka_bench.py"), "--input", str(stream),
                                  "--other", inside, "--state", str(tmp_path)])
     assert line == (f"python bench/kafka_bench.py --input feed.jsonl.gz --other {inside} "
                     f"--state {tmp_path}")

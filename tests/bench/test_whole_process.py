@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
 from pathlib import Path
 
@@ -10,18 +9,8 @@ import pytest
 
 pytestmark = pytest.mark.unit
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
 GROW = "import sys, time; b = b'x' * (MiB << 20); time.sleep(0.2); print('said', file=sys.stderr)"
 FAIL = "import sys; print('broken', file=sys.stderr); sys.exit(3)"
-
-
-@pytest.fixture(scope="module")
-def whole_process():
-    sys.path.insert(0, str(BENCH))
-    try:
-        yield importlib.import_module("whole_process")
-    finally:
-        sys.path.remove(str(BENCH))
 
 
 def test_a_process_is_timed_with_its_own_peak_memory_and_what_it_said(whole_process,
