@@ -181,8 +181,8 @@ class Engine(Snapshots):
         meaning check's language resources: about a second, and ~200 MB) now rather than in
         the first batch that has a candidate: a service's first messages wait for no loading.
         The other kernels are loaded here too. Without it they load when a batch first needs
-        them, so a run that never compares two texts never pays for them, and a batch too small
-        to pay for the compiler runs the kernels as plain Python (`jit`)."""
+        them, so a run that never compares two texts never pays for them, and a new state's first
+        messages, too few to pay for the compiler, run the kernels as plain Python (`jit`)."""
         jit.load()
         fpr.warm_up()
         pairs.warm_up()

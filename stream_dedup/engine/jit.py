@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 log = logging.getLogger(__name__)
-# Messages of a batch from which compiling the kernels costs less than running them as plain
+# Messages of a process from which compiling the kernels costs less than running them as plain
 # Python: loading numba and the cached kernels takes ~0.35 s, the plain kernels ~1.6 ms a message
 # (dev stream, measured in fresh processes).
 WORTH_COMPILING = 200
