@@ -7,7 +7,7 @@ import json
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import replace
 from typing import TYPE_CHECKING, TextIO
@@ -17,7 +17,7 @@ from ..decode import decode
 from ..engine.batch import Engine, open_engine
 from ..engine.stored import seq_key
 from ..errors import StreamDedupError
-from ..files import count_lines, read_lines
+from ..files import Lines, count_lines
 from ..records import DeadLetter, Message, Verdict
 from .parser import build_parser
 
@@ -27,8 +27,10 @@ if TYPE_CHECKING:
 # The `topic` label of the records a file run reads, in its metrics (`--metrics-textfile`; the
 # metrics module is imported only then: a tenth of a second of a short run's start).
 FILE_TOPIC = "file"
-# Records of an input up to which a run without --state keeps its state in memory (`_file_state`).
+# Records, and bytes, of an input up to which a run without --state keeps its state in memory
+# (`_file_state`).
 MEMORY_STATE_RECORDS = 50_000
+MEMORY_STATE_BYTES = 64 << 20
 Record = tuple[int, bytes, Message | DeadLetter]  # line number, the line, what it decoded to
 
 
@@ -79,9 +81,11 @@ class Progress:
             self.bar = None
 
 
-def _records(path: str, settings: Settings) -> Iterator[Record]:
+def _records(path: str, settings: Settings,
+             lines: Iterable[tuple[int, bytes]] | None = None) -> Iterator[Record]:
+    """The decoded records of `path`, or of its `lines` read already."""
     base_ms = int(time.time() * 1000)
-    for number, raw in read_lines(path):
+    for number, raw in Lines(path) if lines is None else lines:
         yield number, raw, decode(raw, f"{path}:{number}", f"line:{number}", base_ms + number,
                                   settings.input)
 
@@ -116,22 +120,21 @@ def verdict_json(v: Verdict) -> dict[str, object]:
     return out
 
 
-def _file_state(args: argparse.Namespace, stack: ExitStack,
-                settings: Settings) -> tuple[str, Settings]:
+def _file_state(args: argparse.Namespace, stack: ExitStack, settings: Settings,
+                lines: Lines) -> tuple[str, Settings]:
     """The state of a file-mode run and the settings to open it with. `--state DIR` is used as
     it is, refused when DIR already holds messages unless `--resume` says so, because their ids
     would get their stored verdicts back and their texts would count as earlier messages, which
     a run over another file does not expect. Without it the state is a fresh temporary one: in
-    memory when the input file has at most `MEMORY_STATE_RECORDS` lines (counted first: opening,
-    writing and closing RocksDB then cost more than the state's dicts take, ~1.4 KB a message),
-    else a temporary directory removed at exit (standard input too: it cannot be counted
-    first)."""
+    memory when the input file has at most `MEMORY_STATE_RECORDS` lines in
+    `MEMORY_STATE_BYTES` (read ahead: opening, writing and closing RocksDB then cost more than
+    the state's dicts take, ~1.4 KB a message), else a temporary directory removed at exit
+    (standard input too: a pipe's first lines are decided as they come, not held back)."""
     if args.state is not None:
         return args.state, settings
     if args.resume:
         raise StreamDedupError("--resume needs --state DIR: the state of the run to continue")
-    lines = count_lines(args.input, most=MEMORY_STATE_RECORDS) if args.input != "-" else None
-    if lines is not None and lines <= MEMORY_STATE_RECORDS:
+    if args.input != "-" and lines.ahead(MEMORY_STATE_RECORDS, MEMORY_STATE_BYTES) is not None:
         return "", replace(settings, state=replace(settings.state, backend="memory"))
     return stack.enter_context(tempfile.TemporaryDirectory(prefix="stream-dedup-state-")), settings
 
@@ -148,17 +151,19 @@ def _refuse_used_state(args: argparse.Namespace, engine: Engine) -> None:
             "a temporary state)")
 
 
-def _progress_total(path: str, enabled: bool) -> int | None:
-    """Lines of the input, counted first for the bar's time left (only on a terminal)."""
+def _progress_total(path: str, enabled: bool, known: int | None = None) -> int | None:
+    """Lines of the input for the bar's time left (only on a terminal): `known` when it was
+    read ahead, else counted first."""
     if not enabled or not sys.stderr.isatty() or path == "-":
         return None
-    return count_lines(path)
+    return known if known is not None else count_lines(path)
 
 
 def cmd_dedup(args: argparse.Namespace, settings: Settings) -> int:
     started = time.perf_counter()
     with ExitStack() as state_stack:
-        state_path, settings = _file_state(args, state_stack, settings)
+        lines = state_stack.enter_context(Lines(args.input))
+        state_path, settings = _file_state(args, state_stack, settings, lines)
         # Loaded when a batch first needs them: a short file pays for no more than it uses.
         engine = open_engine(settings, state_path, warm=False)
         try:
@@ -166,12 +171,12 @@ def cmd_dedup(args: argparse.Namespace, settings: Settings) -> int:
         except StreamDedupError:
             engine.close()
             raise
-        return _dedup(args, settings, engine, started)
+        return _dedup(args, settings, engine, lines, started)
 
 
-def _dedup(args: argparse.Namespace, settings: Settings, engine: Engine,
+def _dedup(args: argparse.Namespace, settings: Settings, engine: Engine, lines: Lines,
            started: float) -> int:
-    progress = Progress(not args.quiet, _progress_total(args.input, not args.quiet))
+    progress = Progress(not args.quiet, _progress_total(args.input, not args.quiet, lines.total))
     metrics = _file_metrics(settings) if args.metrics_textfile else None
     dead = 0
     with ExitStack() as stack:
@@ -182,7 +187,8 @@ def _dedup(args: argparse.Namespace, settings: Settings, engine: Engine,
         tried: dict[str, list[str]] = {}  # the candidates of each message the index saw
         if decisions:
             engine.on_candidates = tried.__setitem__
-        for batch in _batches(_records(args.input, settings), settings.engine.batch_size):
+        for batch in _batches(_records(args.input, settings, lines),
+                              settings.engine.batch_size):
             messages = [r for _, _, r in batch if isinstance(r, Message)]
             tried.clear()
             decided = engine.process(messages)
