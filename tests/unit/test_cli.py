@@ -98,11 +98,12 @@ def test_yaml_error_names_file_and_line(tmp_path: Path, capsys) -> None:
     assert "config key" not in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("most", [3, 2])  # in memory; in a temporary directory
+@pytest.mark.parametrize(("most", "most_bytes"), [(3, 1 << 20), (2, 1 << 20), (3, 10)])
 def test_a_run_without_state_decides_alike_in_memory_or_on_disk(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, most: int) -> None:
-    """A file of at most MEMORY_STATE_RECORDS lines keeps its state in memory, a longer one
-    (or standard input) in a temporary RocksDB directory: the verdicts are the same."""
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, most: int, most_bytes: int) -> None:
+    """A file of at most MEMORY_STATE_RECORDS lines in MEMORY_STATE_BYTES keeps its state in
+    memory, a longer one (or standard input) in a temporary RocksDB directory: the verdicts
+    are the same."""
     from stream_dedup.cli import file_mode
 
     made: list[str] = []
@@ -113,12 +114,13 @@ def test_a_run_without_state_decides_alike_in_memory_or_on_disk(
         return real(**kwargs)
 
     monkeypatch.setattr(file_mode, "MEMORY_STATE_RECORDS", most)
+    monkeypatch.setattr(file_mode, "MEMORY_STATE_BYTES", most_bytes)
     monkeypatch.setattr(file_mode.tempfile, "TemporaryDirectory", temporary)
     src = _write(tmp_path / "in.jsonl", [("1", A_TEXT), ("2", B_TEXT), ("3", A_TEXT + "！")])
     dec = tmp_path / "d.jsonl"
     assert main(["dedup", str(src), "-o", str(tmp_path / "u.jsonl"), "--decisions", str(dec),
                  "--quiet"]) == 0
-    assert made == ([] if most == 3 else ["stream-dedup-state-"])
+    assert made == ([] if most == 3 and most_bytes > 10 else ["stream-dedup-state-"])
     got = _verdicts(dec)
     assert [got[i]["verdict"] for i in "123"] == ["unique", "unique", "exact"]
     assert got["3"]["matched_id"] == "1"
