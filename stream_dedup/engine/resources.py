@@ -1,32 +1,25 @@
-"""What the lexicon reads from its sources, read once a machine and kept in a user cache.
+"""What the lexicon reads from its sources, read once a machine and kept in the user cache
+(`user_cache`).
 
 Reading them (jieba's dictionary and its tags, pypinyin's readings, OpenCC's variant forms of the
 Chinese characters, Cilin's synonym sets, the sentiment lists, the shape groups and the antonyms)
 takes about 1.7 seconds a process; loading what they give from one pickle takes a fifth of that.
-The cache file's name holds a digest of everything it was built from (this module's source, the
-data files, the packages' versions, Python's version), so a change of any of them builds it
-again; a cache that cannot be read or written is rebuilt in memory, never an error.
-
-The directory is `$STREAM_DEDUP_CACHE_DIR`, else `$XDG_CACHE_HOME/stream-dedup`, else
-`~/.cache/stream-dedup`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import io
 import logging
-import os
 import pickle
 import sys
-import tempfile
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
 from .. import collector
+from . import user_cache
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +45,7 @@ _TO_SIMPLIFIED = ("t2s", "tw2s", "hk2s")
 # (0.2 s when the cache is built; converted the first time each is met, they cost ~5% of the
 # meaning check on a stream of a day).
 _FOLDED_BLOCKS = ((0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF))
+_WHAT = "language resources"
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,48 +84,20 @@ def load() -> tuple[ModuleType, Resources]:
 
 
 def cache_path() -> Path:
-    """Where the resources of these sources are cached: a digest of this module and the data
-    files it ships, and of the size and time of each package file read (an upgrade rewrites
-    them)."""
-    root = os.environ.get("STREAM_DEDUP_CACHE_DIR")
-    if not root:
-        root = os.path.join(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache",
-                            "stream-dedup")
-    digest = hashlib.sha256(f"{sys.version_info[:2]}".encode())
-    for shipped in _SHIPPED:
-        digest.update(shipped.read_bytes())
-    for package, name in _READ:
-        stat = (_package_dir(package) / name).stat()
-        digest.update(f"{package}/{name}:{stat.st_size}:{stat.st_mtime_ns};".encode())
-    return Path(root) / f"lexicon-{digest.hexdigest()[:20]}.pickle"
+    """Where the resources of these sources are cached: by this module and the data files it
+    ships, and by the package files it reads."""
+    return user_cache.path_for("lexicon", _SHIPPED,
+                               [_package_dir(package) / name for package, name in _READ],
+                               "pickle")
 
 
 def _read(path: Path) -> Resources | None:
-    try:
-        with path.open("rb") as f:
-            found = pickle.load(f)
-    except FileNotFoundError:
-        return None
-    except Exception as exc:  # a torn or foreign file: built again
-        log.warning("the cached language resources in %s are unreadable (%s): rebuilt", path, exc)
-        return None
+    found = user_cache.read(path, _WHAT)
     return found if isinstance(found, Resources) else None
 
 
 def _write(path: Path, found: Resources) -> None:
-    """Write atomically (a reader sees the old file or the whole new one) and remove the files
-    of other versions."""
-    try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".lexicon-", delete=False) as f:
-            pickle.dump(found, f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(f.name, path)
-        for old in path.parent.glob("lexicon-*.pickle"):
-            if old != path:
-                old.unlink(missing_ok=True)
-    except OSError as exc:
-        log.warning("cannot cache the language resources in %s (%s): they are read again in "
-                    "each process", path.parent, exc)
+    user_cache.write(path, found, _WHAT)
 
 
 def _import_jieba(read_tags: bool) -> ModuleType:

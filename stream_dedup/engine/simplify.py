@@ -23,16 +23,19 @@ import shutil
 import subprocess
 from collections.abc import Callable, Iterator
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 import opencc
 
+from . import user_cache
 from .lines import code_points, holding, splice
 
 log = logging.getLogger(__name__)
 _CODES = 0x110000
 _SURROGATES = slice(0xD800, 0xE000)
+_WHAT = "script converter's witnesses"
 
 
 class Simplifier:
@@ -59,21 +62,36 @@ class Simplifier:
 @cache
 def witnesses(config: str) -> npt.NDArray[np.bool_] | None:
     """Whether each code point is a witness of the OpenCC configuration at `config` (a path);
-    None when its dictionaries cannot be read."""
+    None when its dictionaries cannot be read. Derived once a machine and kept in the user cache
+    (`user_cache`): reading them runs OpenCC's dictionary tool on each, ~60 ms a process."""
     try:
-        entries = [entry for path in _dictionaries(config) for entry in _entries(path)]
+        dictionaries = _dictionaries(config)
+        path = user_cache.path_for("witnesses", [Path(__file__)],
+                                   [Path(config), *map(Path, dictionaries)], "pickle")
+        codes = user_cache.read(path, _WHAT)
+        if not isinstance(codes, np.ndarray):
+            codes = _witness_codes(dictionaries)
+            user_cache.write(path, codes, _WHAT)
     except (OSError, ValueError, KeyError, subprocess.SubprocessError) as exc:
         log.info("converting every line to simplified script: %s", exc)
         return None
     table = np.zeros(_CODES, dtype=bool)
+    table[codes] = True
+    return table
+
+
+def _witness_codes(dictionaries: list[str]) -> npt.NDArray[np.int64]:
+    """The witnesses of the entries of these dictionary files, lone surrogates included."""
+    table = np.zeros(_CODES, dtype=bool)
     table[_SURROGATES] = True
+    entries = [entry for path in dictionaries for entry in _entries(path)]
     # One-character entries first: a longer key holding one of theirs needs no witness of its own.
     for key, value in sorted(entries, key=lambda entry: len(entry[0])):
         if value == key or any(table[ord(ch)] for ch in key):
             continue
         changed = [a for a, b in zip(key, value, strict=False) if a != b]
         table[ord(changed[0] if changed else key[0])] = True
-    return table
+    return np.flatnonzero(table)
 
 
 def _dictionaries(config: str) -> list[str]:

@@ -4,6 +4,7 @@ import numpy as np
 import opencc
 import pytest
 
+from stream_dedup.engine import simplify
 from stream_dedup.engine.simplify import Simplifier, _dictionaries, _entries, witnesses
 
 pytestmark = pytest.mark.unit
@@ -51,3 +52,18 @@ def test_reads_text_dictionaries(tmp_path) -> None:
     assert table is not None
     # 乙 is what 甲乙 changes; 戊's first value is itself: no witness
     assert np.flatnonzero(table[:0xD800]).tolist() == [ord("乙")]
+
+
+def test_witnesses_are_derived_once_then_read_from_the_user_cache(
+        tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STREAM_DEDUP_CACHE_DIR", str(tmp_path / "cache"))
+    derived = witnesses.__wrapped__(CONVERTER.config)
+    assert [p.name.split("-")[0] for p in (tmp_path / "cache").iterdir()] == ["witnesses"]
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the dictionary tool ran again")
+
+    monkeypatch.setattr(simplify.subprocess, "run", refused)
+    cached = witnesses.__wrapped__(CONVERTER.config)
+    assert cached is not None and derived is not None
+    assert np.array_equal(cached, derived) and cached is not derived
