@@ -230,12 +230,17 @@ class RollingBloom:
     is never a false positive because of a *different* key of the same batch.
     """
 
-    __slots__ = ("_bits", "_newest", "sizing")
+    __slots__ = ("_bits", "_counted", "_newest", "_set_bits", "sizing")
 
     def __init__(self, sizing: BloomSizing) -> None:
         self.sizing = sizing
         self._bits = np.zeros((sizing.generations, sizing.words_per_generation), dtype=np.uint64)
         self._newest: int | None = None
+        # Set bits of each row, counted as they are set: the fill is read without a pass over
+        # the rows (tens of MB, most of them never touched). Recounted once after a restore,
+        # whose caller fills the words.
+        self._set_bits = np.zeros(sizing.generations, dtype=np.int64)
+        self._counted = True
 
     def generation_of(self, ts_ms: int) -> int:
         """The generation a timestamp belongs to: floor(ts_ms / span_ms)."""
@@ -288,13 +293,19 @@ class RollingBloom:
         """
         if self._newest is None:
             return 0.0
-        row = self._bits[self._newest % self.sizing.generations]
-        return int(np.bitwise_count(row).sum()) / self.sizing.bits_per_generation
+        row = self._newest % self.sizing.generations
+        return int(self._counts()[row]) / self.sizing.bits_per_generation
 
     def estimated_fpr(self) -> float:
         """FPR implied by the actual fill of the live generations: 1 - prod(1 - fill_g^k)."""
-        fill = np.bitwise_count(self._bits).sum(axis=1) / self.sizing.bits_per_generation
+        fill = self._counts() / self.sizing.bits_per_generation
         return float(1.0 - np.prod(1.0 - fill**self.sizing.hashes))
+
+    def _counts(self) -> npt.NDArray[np.int64]:
+        if not self._counted:
+            self._set_bits[:] = np.bitwise_count(self._bits).sum(axis=1)
+            self._counted = True
+        return self._set_bits
 
     def header(self) -> bytes:
         """The snapshot's versioned header: layout and newest generation. The bits (`words`)
@@ -344,6 +355,7 @@ class RollingBloom:
             )
         bloom = cls(sizing)
         bloom._newest = newest if has_newest else None
+        bloom._counted = False
         return bloom
 
     def _rotate_to(self, generation: int) -> None:
@@ -354,6 +366,7 @@ class RollingBloom:
             g = self.sizing.generations
             rows = np.arange(self._newest + 1, min(generation, self._newest + g) + 1) % g
             self._bits[rows] = 0
+            self._set_bits[rows] = 0
             self._newest = generation
 
     def _process(
@@ -382,7 +395,8 @@ class RollingBloom:
             if report:
                 found[lo:hi] = _found(self._bits, keys[lo:hi], k, m) | _repeats(keys[lo:hi])
             # gens <= newest here; older than the oldest live generation goes to the oldest.
-            _set(self._bits, keys[lo:hi], np.maximum(gens[lo:hi], newest - g + 1) % g, k, m)
+            _set(self._bits, self._set_bits, keys[lo:hi],
+                 np.maximum(gens[lo:hi], newest - g + 1) % g, k, m)
         return found
 
 
@@ -408,13 +422,19 @@ def _found(bits: np.ndarray, keys: np.ndarray, hashes: int, m: int) -> np.ndarra
 
 
 @compiled
-def _set(bits: np.ndarray, keys: np.ndarray, rows: np.ndarray, hashes: int, m: int) -> None:
-    """Set the positions of each key in its row of `bits`."""
+def _set(bits: np.ndarray, counts: np.ndarray, keys: np.ndarray, rows: np.ndarray, hashes: int,
+         m: int) -> None:
+    """Set the positions of each key in its row of `bits`, counting in `counts` (a row's) the
+    bits that were clear."""
     for i in range(len(keys)):
         first, step = _probes(keys[i], m)
+        row = rows[i]
         for j in range(hashes):
             pos = (first + _U64(j) * step) % _U64(m)
-            bits[rows[i], pos >> _U64(6)] |= _U64(1) << (pos & _U64(63))
+            word, bit = pos >> _U64(6), _U64(1) << (pos & _U64(63))
+            if not bits[row, word] & bit:
+                bits[row, word] |= bit
+                counts[row] += 1
 
 
 @compiled
@@ -434,7 +454,7 @@ def _as_keys(keys: npt.ArrayLike) -> npt.NDArray[np.uint64]:
 def warm_up() -> None:
     """Load (or compile) the kernels now rather than inside the first batch."""
     bits, keys = np.zeros((1, 1), _U64), np.zeros(1, _U64)
-    _set(bits, keys, np.zeros(1, np.int64), 1, 64)
+    _set(bits, np.zeros(1, np.int64), keys, np.zeros(1, np.int64), 1, 64)
     _found(bits, keys, 1, 64)
     plain = Bloom(1, 0.5)
     plain.add(keys)

@@ -117,3 +117,21 @@ def positions(key: int) -> list[int]:
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) % 2**64
     h2 = (z ^ (z >> 31)) | 1
     return [(key + i * h2) % m for i in range(SIZING.hashes)]
+
+
+@given(unordered_batches(), st.booleans())
+def test_the_fill_counted_as_bits_are_set_is_the_bits_set(batches, restored: bool) -> None:
+    """The fill and FPR come from counts kept as bits are set (and zeroed as rows rotate out),
+    recounted once after a restore: always those of the bits themselves."""
+    bloom = RollingBloom(SIZING)
+    for batch in batches:
+        bloom.contains_add(*as_arrays(batch))
+    if restored:
+        again = RollingBloom.restore(bloom.header(), SIZING)
+        again.words()[:] = bloom.words()
+        bloom = again
+    rows = np.bitwise_count(bloom.words().reshape(SIZING.generations, -1)).sum(axis=1)
+    fill = rows / SIZING.bits_per_generation
+    assert bloom.estimated_fpr() == pytest.approx(1.0 - np.prod(1.0 - fill**SIZING.hashes))
+    newest = bloom.newest_generation
+    assert bloom.fill_ratio() == (0.0 if newest is None else fill[newest % SIZING.generations])
