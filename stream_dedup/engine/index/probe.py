@@ -30,6 +30,7 @@ from .tables import ENTRY, anchor_keys, bucket_keys
 
 _SEQ_MASK = np.uint64((1 << SEQ_BITS) - 1)
 _U64 = np.uint64
+_POSTING = np.dtype("<u8")  # a posting: the seq of a message posted under an anchor
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,25 +118,23 @@ def _earlier_pairs(groups: np.ndarray, limit: int | None = None,
     return order[rows], members[idx], before
 
 
-def _packed(values: list[bytes | None], dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+def _packed(values: list[bytes | None], dtype: np.dtype, at: np.ndarray | None = None,
+            size: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """The values in one array, and how many entries each has (none when missing:
-    `length_hint` of None is 0, so missing values need no stand-in)."""
+    `length_hint` of None is 0, so missing values need no stand-in). With `at`, values[j] is
+    that of position at[j] of `size`, the others missing (none was read: most of a batch's)."""
     stored = np.frombuffer(b"".join(filter(None, values)), dtype=dtype)
-    return stored, np.fromiter(map(length_hint, values), np.int64,
-                               count=len(values)) // dtype.itemsize
+    counts = np.fromiter(map(length_hint, values), np.int64, count=len(values)) // dtype.itemsize
+    if at is None:
+        return stored, counts
+    lengths = np.zeros(size, dtype=np.int64)
+    lengths[at] = counts
+    return stored, lengths
 
 
 def _bucket_hashes(tables: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """A 64-bit hash of each bucket (table, key) for the filter of what was written."""
     return mix64((tables.astype(_U64) << _U64(56)) | keys)
-
-
-def _scattered(wanted: list[int], found: list[bytes | None], size: int) -> list[bytes | None]:
-    """`size` values: found[j] at wanted[j], None elsewhere."""
-    values: list[bytes | None] = [None] * size
-    for i, value in zip(wanted, found, strict=True):
-        values[i] = value
-    return values
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,12 +209,12 @@ class BatchProbe:
         names = bucket_keys(tables[first], keys[first])
         if self._written is None:
             values, sealed = read_buckets(self._store, names)
+            stored, lengths = _packed(values, ENTRY)
         else:
             hashes = _bucket_hashes(tables[first], keys[first])
-            wanted = self._maybe_written(hashes)
-            found, sealed = read_buckets(self._store, [names[i] for i in wanted])
-            values = _scattered(wanted, found, len(names))
-        stored, lengths = _packed(values, ENTRY)
+            wanted = self._written.contains(hashes).nonzero()[0]
+            found, sealed = read_buckets(self._store, [names[i] for i in wanted.tolist()])
+            stored, lengths = _packed(found, ENTRY, wanted, len(names))
         starts = lengths.cumsum() - lengths
         rows, idx = _ragged(lengths[inverse], starts[inverse])
         entries = stored[idx]
@@ -295,7 +294,7 @@ class BatchProbe:
         order = _argsort(flat)
         uniq, inverse = _unique_inverse(flat, order)
         names = anchor_keys(uniq)
-        stored, lengths = _packed(self._postings_of(uniq, names), np.dtype("<u8"))
+        stored, lengths = self._read_postings(uniq, names)
         keys, qualifies, score = anchor_pairs(order, inverse, posted, owner_of, seqs, stored,
                                               lengths, self._postings, family, query.weights,
                                               query.need)
@@ -306,19 +305,15 @@ class BatchProbe:
             self._written.add(flat[poster])
         return keys, qualifies, score
 
-    def _postings_of(self, anchors: np.ndarray, names: list[bytes]) -> list[bytes | None]:
-        """The stored postings of each anchor (None: none)."""
-        wanted = self._maybe_written(anchors)
-        if wanted is None:
-            return self._store.get_many("anchors", names)
-        return _scattered(wanted, self._store.get_many("anchors", [names[i] for i in wanted]),
-                          len(names))
-
-    def _maybe_written(self, hashes: np.ndarray) -> list[int] | None:
-        """Where `written` may hold the hashes: the keys to look up (None: all of them)."""
+    def _read_postings(self, anchors: np.ndarray, names: list[bytes]
+                       ) -> tuple[np.ndarray, np.ndarray]:
+        """The stored postings of the anchors, packed (`_packed`): only those `written` may
+        hold are read."""
         if self._written is None:
-            return None
-        return self._written.contains(hashes).nonzero()[0].tolist()
+            return _packed(self._store.get_many("anchors", names), _POSTING)
+        wanted = self._written.contains(anchors).nonzero()[0]
+        found = self._store.get_many("anchors", [names[i] for i in wanted.tolist()])
+        return _packed(found, _POSTING, wanted, len(names))
 
     # -- ranking --------------------------------------------------------------------------
 
