@@ -25,9 +25,13 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Iterable
-from functools import cache, lru_cache
+from functools import cache, cached_property, lru_cache
+from typing import TYPE_CHECKING
 
 from . import resources, tagger
+
+if TYPE_CHECKING:
+    import opencc
 
 _COMMON = 20  # jieba corpus count from which an entry is a common word (实惠 294, 离谱 51)
 _CACHED_CUT = 64  # characters: texts up to this long keep their segmentation (bounded memory)
@@ -41,8 +45,6 @@ class Lexicon:
     the sentiment lists and the antonym pairs."""
 
     def __init__(self) -> None:
-        import opencc
-
         jieba, found = resources.load()
         tagger.install()
         self.freq = found.freq
@@ -58,8 +60,18 @@ class Lexicon:
         self._synsets = found.synsets
         self._polarity = found.polarity
         self._folded = found.forms
-        self._folding = resources.Folding()
-        self._regional = opencc.OpenCC(_REGIONAL)
+
+    # OpenCC's converters, made when first needed (~5 ms each): few pairs ask for a regional
+    # word, fewer for a character outside the blocks whose forms are read ahead.
+    @cached_property
+    def _folding(self) -> resources.Folding:
+        return resources.Folding()
+
+    @cached_property
+    def _regional(self) -> opencc.OpenCC:
+        import opencc
+
+        return opencc.OpenCC(_REGIONAL)
 
     # -- words ------------------------------------------------------------------------------
 
