@@ -146,6 +146,7 @@ def say_compiling(dispatchers: list[Any]) -> None:
 
 
 def _njit() -> Callable[..., Any]:
+    import numba.core.entrypoints
     import numba.np.linalg
     from numba import njit
 
@@ -154,6 +155,9 @@ def _njit() -> Callable[..., Any]:
     # algebra, so the answer is given without the import; `np.dot` and the like would not
     # compile.
     numba.np.linalg.ensure_blas = _no_blas
+    # It also looks for third-party extensions among the entry points of every installed
+    # distribution (~20 ms); the kernels use none, so it is told it has looked.
+    numba.core.entrypoints._already_initialized = True
     return njit
 
 
