@@ -1,5 +1,7 @@
 import json
+import os
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -124,3 +126,24 @@ def test_a_run_without_state_decides_alike_in_memory_or_on_disk(
     got = _verdicts(dec)
     assert [got[i]["verdict"] for i in "123"] == ["unique", "unique", "exact"]
     assert got["3"]["matched_id"] == "1"
+
+
+def test_a_named_pipe_is_read_once_and_every_record_decided(tmp_path: Path) -> None:
+    """A pipe given by name (a FIFO, a shell's process substitution) can be read only once:
+    choosing the state by its size must not consume the records the run then decides."""
+    src = _write(tmp_path / "rows.jsonl", [("1", A_TEXT), ("2", B_TEXT), ("3", A_TEXT)])
+    fifo = tmp_path / "in.fifo"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(src.read_bytes()))
+    writer.start()
+    # A run that opened the pipe a second time would wait for a writer: one comes, and goes.
+    unblock = threading.Timer(10.0, lambda: fifo.write_bytes(b""))
+    unblock.start()
+    dec = tmp_path / "d.jsonl"
+    try:
+        assert main(["dedup", str(fifo), "-o", str(tmp_path / "u.jsonl"), "--decisions",
+                     str(dec), "--quiet"]) == 0
+    finally:
+        unblock.cancel()
+    writer.join()
+    assert [v["verdict"] for v in _verdicts(dec).values()] == ["unique", "unique", "exact"]
