@@ -26,6 +26,7 @@ import argparse
 import gzip
 import json
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -46,9 +47,11 @@ from stream_dedup.state import WriteSet
 from stream_dedup.state.rocksdb import directory_bytes
 
 SETTINGS = Settings()
+FILL = 1 << 24  # random fingerprints drawn at a time
 INDEX_BLOCK_KB = 1  # `state.index_block_kb` for tables far larger than the block cache
 HEADER = ("stored", "layout", "queries", "µs/query", "entries compared/query",
-          "insert µs/msg", "RSS MiB", "peak RSS MiB", "state B/fingerprint")
+          "insert µs/msg", "RSS MiB", "peak RSS MiB", "state files in page cache",
+          "state B/fingerprint")
 
 
 def corpus_texts() -> list[str]:
@@ -134,6 +137,18 @@ def query(store, layout: Layout, fps: np.ndarray, batch: int) -> tuple[float, fl
     return (time.perf_counter() - began) / len(fps), compared / len(fps)
 
 
+def page_cached(state: str) -> str:
+    """The share of the state's files the page cache holds (util-linux `fincore`)."""
+    files = [str(p) for p in Path(state).glob("*.sst")]
+    try:
+        out = subprocess.run(["fincore", "--bytes", "--noheadings", "--raw", "-o", "RES,SIZE",
+                              *files], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    held, size = np.array([line.split() for line in out.splitlines()], dtype=np.int64).sum(0)
+    return f"{held / max(size, 1):.0%} of {size / 2**30:.1f} GiB"
+
+
 def rss_mib() -> tuple[float, float]:
     """Resident memory now and at its peak."""
     with open("/proc/self/statm") as f:
@@ -154,28 +169,33 @@ def measure(size: int, args: argparse.Namespace, texts: list[str], state: str,
     name = f"{len(layout.tables)} tables of {'-'.join(map(str, bits))}-bit keys"
     print(f"{size:,}: {layout.describe(args.capacity or size)}", flush=True)
     near = min(args.near, size)
-    fps = np.concatenate([rng.integers(0, 2**64, size - near, dtype=np.uint64),
-                          edited(texts, near, rng)])
+    fps = np.empty(size, dtype=np.uint64)  # filled in place: no second copy at 100M
+    for start in range(0, size - near, FILL):
+        stop = min(start + FILL, size - near)
+        fps[start:stop] = rng.integers(0, 2**64, stop - start, dtype=np.uint64)
+    fps[size - near :] = edited(texts, near, rng)
     rng.shuffle(fps)
     store = engine_store(settings, state, sync=False)
     loaded = size - min(args.inserts, size)
     bar = Bar("bulk load", loaded * len(layout.tables))
     began = time.perf_counter()
-    bulk.load(store, layout, fps[:loaded], np.arange(loaded, dtype=np.uint64), bar)
+    bulk.load(store, layout, fps[:loaded], np.arange(loaded, dtype=np.uint32), bar)
     bar.close()
-    print(f"  bulk load {time.perf_counter() - began:.1f} s", flush=True)
+    print(f"  bulk load {time.perf_counter() - began:.1f} s; state files in the page cache: "
+          f"{page_cached(state)}", flush=True)
     per_insert = insert(store, layout, fps[loaded:], loaded, SETTINGS.engine.batch_size)
     del fps
+    cached = page_cached(state)  # as the queries find it
     rows = []
     for kind, queries in (("random", rng.integers(0, 2**64, args.queries, dtype=np.uint64)),
                           ("near-duplicate", edited(texts, args.queries, rng))):
         per_query, compared = query(store, layout, queries, SETTINGS.engine.batch_size)
         now, peak = rss_mib()
         rows.append((size, name, kind, round(per_query * 1e6, 1), round(compared, 1),
-                     round(per_insert * 1e6, 1), round(now), round(peak)))
+                     round(per_insert * 1e6, 1), round(now), round(peak), cached))
         print(f"  {kind:>14} queries: {per_query * 1e6:8.1f} µs/query {compared:10.1f} "
               f"compared/query; insert {per_insert * 1e6:.1f} µs/msg; RSS {now:.0f} MiB "
-              f"(peak {peak:.0f})", flush=True)
+              f"(peak {peak:.0f}); state files in the page cache {cached}", flush=True)
     store.close()
     per_fp = directory_bytes(state) / size
     print(f"  state {per_fp:.1f} bytes a fingerprint", flush=True)
