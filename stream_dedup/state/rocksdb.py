@@ -117,17 +117,20 @@ class _BlockReads:
 def _options(cache: Cache, lookups_miss: bool = False, hashed: bool = False,
              texts: bool = False, rewritten: bool = False,
              small_reads: _BlockReads | None = None, filtered: bool = True) -> Options:
+    large = small_reads is not None and small_reads.large
     table = BlockBasedOptions()
-    table.set_block_cache(cache)
+    if large:
+        table.disable_cache()
+    else:
+        table.set_block_cache(cache)
     if texts:
         table.set_block_size(_TEXT_BLOCK_BYTES)
     if small_reads:
         table.set_block_size(small_reads.block_bytes)
     if filtered:
         table.set_bloom_filter(10, False)
-    large = small_reads is not None and small_reads.large
     table.set_cache_index_and_filter_blocks(not large)
-    table.set_pin_l0_filter_and_index_blocks_in_cache(True)
+    table.set_pin_l0_filter_and_index_blocks_in_cache(not large)
     opts = Options(raw_mode=True)
     opts.set_block_based_table_factory(table)
     opts.create_if_missing(True)
@@ -182,7 +185,7 @@ class RocksStore:
             self._db = Rdict(path, opts, column_families=self._cf_opts)
         except Exception as exc:  # rocksdict raises bare exceptions
             text = str(exc)
-            if "lock" in text.lower():
+            if f"{os.sep}LOCK" in text:  # its lock file; not "block" in a refused option
                 text = "it is locked by another process (is another stream-dedup running?)"
             raise StateError(f"cannot open the state directory {path}: {text}") from None
         self._cfs = {cf: self._db.get_column_family(cf) for cf in tables}
