@@ -24,14 +24,17 @@ where texts share most of their words. The block tables, read one random bucket 
 in blocks of `state.index_block_kb`: 1 KiB makes a lookup in a table far larger than the cache
 ~3x cheaper than 4 KiB (measured on 3M fingerprints in 10 tables: 8 against 28 µs), for ~2% more
 state on the dev stream. Block tables whose entries at the index's capacity (`index_bytes`)
-outgrow the block cache are read so that a lookup costs one data block read: each file's index
-is held in memory by its reader (read once at open, ~20 bytes a 1 KiB block of entries), not in
-the cache, where it competes with the data blocks and is read again in pieces (a partitioned
-index; a whole index per lookup cost 1 ms at 100M stored). Their blocks stay compressed with
-zstd: uncompressed (random fingerprints, but keys' shared prefixes and zeroed sequence numbers
-compress), a 10M-entry state took 1.8 times the space (297 against 168 bytes a fingerprint; LZ4
-205), which at 100M would no longer fit the page cache, for lookups ~1.5 times cheaper while it
-does. When such tables' lookups also mostly find their
+outgrow the block cache are read so that a lookup costs one data block read from the page cache:
+each file's index is held in memory by its reader (read once at open, ~20 bytes a 1 KiB block
+of entries), not in the cache, where it competes with the data blocks and is read again in
+pieces (a partitioned index; a whole index per lookup cost 1 ms at 100M stored), and their
+data blocks bypass the block cache (RocksDB's `no_block_cache`): a cache a fraction of their
+size hits a few lookups in a hundred, and its upkeep (a sharded LRU lookup, insert and eviction
+a block) was half a lookup's cost, 40 against 21 µs a query at 10M stored, the files in the
+page cache both times. Their blocks stay compressed with zstd: uncompressed (random
+fingerprints, but keys' shared prefixes and zeroed sequence numbers compress), a 10M-entry state
+took 1.8 times the space (297 against 168 bytes a fingerprint; LZ4 205), which at 100M would no
+longer fit the page cache. When such tables' lookups also mostly find their
 bucket (`index_hits`: the tables nearly full at capacity), the files a bulk load writes and the
 last level, where compacted history sits, carry no Bloom filter (RocksDB's
 `optimize_filters_for_hits`): a filter that nearly always says "maybe" only costs memory and a
@@ -105,7 +108,8 @@ INGEST_FILE_KEYS = 1 << 20
 @dataclass(frozen=True, slots=True)
 class _BlockReads:
     """How the block tables (`_SMALL_READS`) are read (module docstring): their block size,
-    whether they outgrow the block cache (their index then held in memory by each file's reader),
+    whether they outgrow the block cache (their index then held in memory by each file's reader,
+    their data blocks read past the cache),
     whether their lookups mostly hit (no Bloom filter in the files a bulk load or the last level
     holds)."""
 

@@ -44,14 +44,16 @@ def test_rocksdb_hash_memtables_only_where_asked(tmp_path: Path) -> None:
 HELD = "cache_index_and_filter_blocks=false"
 
 
-def test_block_tables_hold_their_index_in_memory_only_past_the_block_cache(
+def test_block_tables_hold_their_index_and_bypass_the_block_cache_only_past_it(
         tmp_path: Path) -> None:
     open_store("rocksdb", str(tmp_path / "a"), TABLES, block_cache_mb=8,
                index_bytes=8 << 20).close()
     assert families_whose_options_hold(tmp_path / "a", HELD) == set()
+    assert families_whose_options_hold(tmp_path / "a", "no_block_cache=true") == set()
     open_store("rocksdb", str(tmp_path / "b"), TABLES, block_cache_mb=8,
                index_bytes=(8 << 20) + 1).close()
     assert families_whose_options_hold(tmp_path / "b", HELD) == {"blocks"}
+    assert families_whose_options_hold(tmp_path / "b", "no_block_cache=true") == {"blocks"}
 
 
 @pytest.mark.parametrize(("hits", "filtered"), [(True, False), (False, True)])
