@@ -54,7 +54,7 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from rocksdict import (
-        BlockBasedOptions,
+    BlockBasedOptions,
     Cache,
     DBCompressionType,
     IngestExternalFileOptions,
