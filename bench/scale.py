@@ -9,14 +9,17 @@ At each size, in a fresh state whose layout and store options are sized to the s
 * fingerprints: random ones, plus `--near` edited copies of the shipped streams' texts
   (one to three characters deleted, inserted or replaced, fingerprinted by the engine's
   strategy), so the buckets hold real near-duplicate clusters, not only the random floor;
-* fill: all but the last `--inserts` through the bulk load (sorted SST files ingested, a
-  progress line on stderr), the last ones through the engine's batch insert (`BatchProbe`: one
-  multi-get, the query, the appended buckets written), `engine.batch_size` at a time: insert
-  µs a message;
+* fill: all but the last `--inserts` through the bulk load (sorted SST files ingested and read
+  back into the page cache as far as the system's available memory allows, as a service's bulk
+  load does; a progress line on stderr), the last ones through the engine's batch insert
+  (`BatchProbe`: one multi-get, the query, the appended buckets written), `engine.batch_size` at
+  a time: insert µs a message;
 * queries: random fingerprints, and fresh edited copies of the same texts (near-duplicate
   queries), through the batch probe (their inserts dropped): µs a query and bucket entries
-  compared a query;
-* resident memory now and at its peak, state bytes a stored fingerprint (after close).
+  compared a query, KiB a query read from the disk (`/proc/self/io`);
+* resident memory now and at its peak (the bulk load's included), the share of the state's
+  files in the page cache as the queries start (`fincore`: what is not there is read from the
+  disk), state bytes a stored fingerprint (after close).
 Writes bench/results/index-scale.md (`--name`).
 """
 
@@ -26,6 +29,7 @@ import argparse
 import gzip
 import json
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -46,9 +50,11 @@ from stream_dedup.state import WriteSet
 from stream_dedup.state.rocksdb import directory_bytes
 
 SETTINGS = Settings()
+FILL = 1 << 24  # random fingerprints drawn at a time
 INDEX_BLOCK_KB = 1  # `state.index_block_kb` for tables far larger than the block cache
-HEADER = ("stored", "layout", "queries", "µs/query", "entries compared/query",
-          "insert µs/msg", "RSS MiB", "peak RSS MiB", "state B/fingerprint")
+HEADER = ("stored", "layout", "queries", "µs/query", "entries compared/query", "disk KiB/query",
+          "insert µs/msg", "RSS MiB", "peak RSS MiB", "state files in page cache",
+          "state B/fingerprint")
 
 
 def corpus_texts() -> list[str]:
@@ -120,10 +126,12 @@ def insert(store, layout: Layout, fps: np.ndarray, first_seq: int, batch: int) -
     return (time.perf_counter() - began) / max(len(fps), 1)
 
 
-def query(store, layout: Layout, fps: np.ndarray, batch: int) -> tuple[float, float]:
-    """Seconds a query and bucket entries compared a query (the staged inserts dropped)."""
+def query(store, layout: Layout, fps: np.ndarray, batch: int) -> tuple[float, float, float]:
+    """Seconds a query, bucket entries compared and disk bytes read a query (the staged
+    inserts dropped)."""
     index = SETTINGS.index
     compared = 0
+    read = disk_read()
     began = time.perf_counter()
     for start in range(0, len(fps), batch):
         part = fps[start : start + batch]
@@ -131,7 +139,30 @@ def query(store, layout: Layout, fps: np.ndarray, batch: int) -> tuple[float, fl
         probe = BatchProbe(store, layout, postings=1, stored=0)
         compared += probe.run(part, seqs, no_anchors(len(part)), index.candidate_distance,
                               index.max_candidates).compared
-    return (time.perf_counter() - began) / len(fps), compared / len(fps)
+    spent = time.perf_counter() - began
+    return spent / len(fps), compared / len(fps), (disk_read() - read) / len(fps)
+
+
+def page_cached(state: str) -> str:
+    """The share of the state's files the page cache holds (util-linux `fincore`)."""
+    files = [str(p) for p in Path(state).glob("*.sst")]
+    try:
+        out = subprocess.run(["fincore", "--bytes", "--noheadings", "--raw", "-o", "RES,SIZE",
+                              *files], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    held, size = np.array([line.split() for line in out.splitlines()], dtype=np.int64).sum(0)
+    return f"{held / max(size, 1):.0%} of {size / 2**30:.1f} GiB"
+
+
+def disk_read() -> int:
+    """Bytes this process has had read from the disk (Linux `/proc/self/io`; 0 elsewhere):
+    what the page cache did not hold."""
+    try:
+        with open("/proc/self/io") as f:
+            return int(next(line for line in f if line.startswith("read_bytes:")).split()[1])
+    except (OSError, StopIteration):
+        return 0
 
 
 def rss_mib() -> tuple[float, float]:
@@ -154,28 +185,35 @@ def measure(size: int, args: argparse.Namespace, texts: list[str], state: str,
     name = f"{len(layout.tables)} tables of {'-'.join(map(str, bits))}-bit keys"
     print(f"{size:,}: {layout.describe(args.capacity or size)}", flush=True)
     near = min(args.near, size)
-    fps = np.concatenate([rng.integers(0, 2**64, size - near, dtype=np.uint64),
-                          edited(texts, near, rng)])
+    fps = np.empty(size, dtype=np.uint64)  # filled in place: no second copy at 100M
+    for start in range(0, size - near, FILL):
+        stop = min(start + FILL, size - near)
+        fps[start:stop] = rng.integers(0, 2**64, stop - start, dtype=np.uint64)
+    fps[size - near :] = edited(texts, near, rng)
     rng.shuffle(fps)
     store = engine_store(settings, state, sync=False)
     loaded = size - min(args.inserts, size)
     bar = Bar("bulk load", loaded * len(layout.tables))
     began = time.perf_counter()
-    bulk.load(store, layout, fps[:loaded], np.arange(loaded, dtype=np.uint64), bar)
+    bulk.load(store, layout, fps[:loaded], np.arange(loaded, dtype=np.uint32), bar)
     bar.close()
-    print(f"  bulk load {time.perf_counter() - began:.1f} s", flush=True)
+    print(f"  bulk load {time.perf_counter() - began:.1f} s; state files in the page cache: "
+          f"{page_cached(state)}", flush=True)
     per_insert = insert(store, layout, fps[loaded:], loaded, SETTINGS.engine.batch_size)
     del fps
+    cached = page_cached(state)  # as the queries find it
     rows = []
     for kind, queries in (("random", rng.integers(0, 2**64, args.queries, dtype=np.uint64)),
                           ("near-duplicate", edited(texts, args.queries, rng))):
-        per_query, compared = query(store, layout, queries, SETTINGS.engine.batch_size)
+        per_query, compared, read = query(store, layout, queries, SETTINGS.engine.batch_size)
         now, peak = rss_mib()
         rows.append((size, name, kind, round(per_query * 1e6, 1), round(compared, 1),
-                     round(per_insert * 1e6, 1), round(now), round(peak)))
+                     round(read / 1024, 2),
+                     round(per_insert * 1e6, 1), round(now), round(peak), cached))
         print(f"  {kind:>14} queries: {per_query * 1e6:8.1f} µs/query {compared:10.1f} "
-              f"compared/query; insert {per_insert * 1e6:.1f} µs/msg; RSS {now:.0f} MiB "
-              f"(peak {peak:.0f})", flush=True)
+              f"compared/query {read / 1024:.2f} disk KiB/query; insert "
+              f"{per_insert * 1e6:.1f} µs/msg; RSS {now:.0f} MiB "
+              f"(peak {peak:.0f}); state files in the page cache {cached}", flush=True)
     store.close()
     per_fp = directory_bytes(state) / size
     print(f"  state {per_fp:.1f} bytes a fingerprint", flush=True)
@@ -208,7 +246,9 @@ def main() -> None:
         f"k = {args.k}; layout {args.layout}, sized to "
         f"{'each size' if not args.capacity else f'{args.capacity:,}'}. Stored: random "
         f"fingerprints plus {args.near:,} edited copies of {len(texts):,} shipped texts; all but "
-        f"the last {args.inserts:,} bulk-loaded, those through the batch insert "
+        f"the last {args.inserts:,} bulk-loaded (its files read back into the page cache as far "
+        f"as the available memory allows: the share held as the queries start is in the table, "
+        f"the rest is read from the disk), those through the batch insert "
         f"({SETTINGS.engine.batch_size:,} a batch). {args.queries:,} queries of each kind. "
         f"state.block_cache_mb {SETTINGS.state.block_cache_mb}, state.index_block_kb "
         f"{INDEX_BLOCK_KB}.\n\n"

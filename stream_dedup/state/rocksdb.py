@@ -23,16 +23,23 @@ normalized texts, most of the state) in 16 KiB blocks with a zstd dictionary tra
 where texts share most of their words. The block tables, read one random bucket a lookup, are
 in blocks of `state.index_block_kb`: 1 KiB makes a lookup in a table far larger than the cache
 ~3x cheaper than 4 KiB (measured on 3M fingerprints in 10 tables: 8 against 28 µs), for ~2% more
-state on the dev stream. Block tables whose entries at the index's capacity (`index_bytes`) outgrow
-the block cache have their index and filter blocks cut in partitions (RocksDB's two-level index
-and partitioned filters; only the top level pinned in memory): a lookup then reads a few KiB of
-them, where a whole file's index and filter (over 1 MB for a bulk-loaded file) would be read and
-parsed again at every lookup once the cache cannot hold them all (1 ms a query at 100M stored,
-against 33 µs at 1M). When such tables' lookups also mostly find their bucket (`index_hits`:
-the tables nearly full at capacity), the filters of the last level, where bulk-loaded files and
-compacted history sit, are not consulted (RocksDB's `optimize_filters_for_hits`): a filter read
-that nearly always says "maybe" only adds a block read to the lookup. Tables the cache holds
-keep every filter: a probe of a cached filter costs little, and spares a young state's misses.
+state on the dev stream. Block tables whose entries at the index's capacity (`index_bytes`)
+outgrow the block cache are read so that a lookup costs one data block read from the page cache:
+each file's index is held in memory by its reader (read once at open, ~20 bytes a 1 KiB block
+of entries), not in the cache, where it competes with the data blocks and is read again in
+pieces (a partitioned index; a whole index per lookup cost 1 ms at 100M stored), and their
+data blocks bypass the block cache (RocksDB's `no_block_cache`): a cache a fraction of their
+size hits a few lookups in a hundred, and its upkeep (a sharded LRU lookup, insert and eviction
+a block) was half a lookup's cost, 40 against 21 µs a query at 10M stored, the files in the
+page cache both times. Their blocks stay compressed with zstd: uncompressed (random
+fingerprints, but keys' shared prefixes and zeroed sequence numbers compress), a 10M-entry state
+took 1.8 times the space (297 against 168 bytes a fingerprint; LZ4 205), which at 100M would no
+longer fit the page cache. When such tables' lookups also mostly find their
+bucket (`index_hits`: the tables nearly full at capacity), the files a bulk load writes and the
+last level, where compacted history sits, carry no Bloom filter (RocksDB's
+`optimize_filters_for_hits`): a filter that nearly always says "maybe" only costs memory and a
+probe. Tables the cache holds keep their index and filters in it: a probe of a cached filter costs
+little, and spares a young state's misses.
 The snapshots in `meta` are rewritten at every close, so that table is compacted then: a
 restart leaves no stale copy behind. RocksDB keeps one info log (its `LOG`), not one more per
 start.
@@ -47,7 +54,6 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from rocksdict import (
-    BlockBasedIndexType,
     BlockBasedOptions,
     Cache,
     DBCompressionType,
@@ -71,6 +77,10 @@ _SMALL_READS = ("blocks",)  # lookups of one bucket each, at random: `index_bloc
 _TEXTS = ("docs",)  # large values of similar text: larger blocks and a zstd dictionary
 _TEXT_BLOCK_BYTES = 16 * 1024
 _DICT_BYTES = 64 * 1024  # zstd dictionary of a file of `_TEXTS`, trained on 100 times that
+# Of the available memory, the share a bulk load does not fill with its files' pages, and the
+# bytes it reads at a time.
+_READ_BACK_RESERVE = 0.125
+_READ_BACK_CHUNK = 8 << 20
 _REWRITTEN = ("meta",)  # whole values rewritten at every close: compacted then
 # Their write buffer: a snapshot (~86 MB of Bloom filter) written through a 64 MB memtable would
 # stay in memory until the close; through small ones it reaches the disk as it is written.
@@ -93,36 +103,38 @@ GET_CHUNK = 256
 # Keys of one file a bulk load writes: its Bloom filter (10 bits a key) stays below a shard of
 # the block cache (a 256 MB cache has 64 shards of 4 MB).
 INGEST_FILE_KEYS = 1 << 20
-_PARTITION_BYTES = 4096  # an index or filter partition of a table larger than the cache
 
 
 @dataclass(frozen=True, slots=True)
 class _BlockReads:
     """How the block tables (`_SMALL_READS`) are read (module docstring): their block size,
-    whether their index and filters are partitioned, whether their lookups mostly hit."""
+    whether they outgrow the block cache (their index then held in memory by each file's reader,
+    their data blocks read past the cache),
+    whether their lookups mostly hit (no Bloom filter in the files a bulk load or the last level
+    holds)."""
 
     block_bytes: int
-    partitioned: bool = False
+    large: bool = False
     hits: bool = False
 
 
 def _options(cache: Cache, lookups_miss: bool = False, hashed: bool = False,
              texts: bool = False, rewritten: bool = False,
-             small_reads: _BlockReads | None = None) -> Options:
+             small_reads: _BlockReads | None = None, filtered: bool = True) -> Options:
+    large = small_reads is not None and small_reads.large
     table = BlockBasedOptions()
-    table.set_block_cache(cache)
+    if large:
+        table.disable_cache()
+    else:
+        table.set_block_cache(cache)
     if texts:
         table.set_block_size(_TEXT_BLOCK_BYTES)
     if small_reads:
         table.set_block_size(small_reads.block_bytes)
-    table.set_bloom_filter(10, False)
-    table.set_cache_index_and_filter_blocks(True)
-    table.set_pin_l0_filter_and_index_blocks_in_cache(True)
-    if small_reads and small_reads.partitioned:
-        table.set_index_type(BlockBasedIndexType.two_level_index_search())
-        table.set_partition_filters(True)
-        table.set_metadata_block_size(_PARTITION_BYTES)
-        table.set_pin_top_level_index_and_filter(True)
+    if filtered:
+        table.set_bloom_filter(10, False)
+    table.set_cache_index_and_filter_blocks(not large)
+    table.set_pin_l0_filter_and_index_blocks_in_cache(not large)
     opts = Options(raw_mode=True)
     opts.set_block_based_table_factory(table)
     opts.create_if_missing(True)
@@ -166,15 +178,18 @@ class RocksStore:
         opts = _options(cache)
         large = index_bytes > block_cache_mb << 20
         blocks = _BlockReads(index_block_kb << 10, large, large and index_hits)
-        self._cf_opts = {cf: _options(cache, cf in _MOSTLY_MISSED, cf in lookups_only,
-                                      cf in _TEXTS, cf in _REWRITTEN,
-                                      blocks if cf in _SMALL_READS else None)
-                         for cf in tables}
+        self._cf_opts, self._ingest_opts = {}, {}
+        for cf in tables:
+            reads = blocks if cf in _SMALL_READS else None
+            shape = (cache, cf in _MOSTLY_MISSED, cf in lookups_only, cf in _TEXTS,
+                     cf in _REWRITTEN, reads)
+            self._cf_opts[cf] = _options(*shape)
+            self._ingest_opts[cf] = _options(*shape, filtered=not (reads and reads.hits))
         try:
             self._db = Rdict(path, opts, column_families=self._cf_opts)
         except Exception as exc:  # rocksdict raises bare exceptions
             text = str(exc)
-            if "lock" in text.lower():
+            if f"{os.sep}LOCK" in text:  # its lock file; not "block" in a refused option
                 text = "it is locked by another process (is another stream-dedup running?)"
             raise StateError(f"cannot open the state directory {path}: {text}") from None
         self._cfs = {cf: self._db.get_column_family(cf) for cf in tables}
@@ -231,7 +246,8 @@ class RocksStore:
         no memtable, no log, no compaction of each write (RocksDB's bulk load; the keys must
         ascend, and ingesting keys the table holds replaces their values). A file holds at most
         `INGEST_FILE_KEYS` keys, so its Bloom filter fits a shard of the block cache (a file's
-        filter that does not is read from disk at every lookup: ~100 times slower)."""
+        filter that does not is read from disk at every lookup: ~100 times slower). The files
+        are read back into the page cache as far as memory allows (`_read_back`)."""
         files: list[str] = []
         count = 0
         try:
@@ -241,13 +257,14 @@ class RocksStore:
                     if writer is not None:
                         writer.finish()
                     files.append(os.path.join(self.path, f"ingest-{cf}-{len(files)}.sst"))
-                    writer = SstFileWriter(self._cf_opts[cf])
+                    writer = SstFileWriter(self._ingest_opts[cf])
                     writer.open(files[-1])
                 writer[key] = value
                 count += 1
             if writer is None:
                 return 0
             writer.finish()
+            _read_back(files)
             opts = IngestExternalFileOptions()
             opts.set_move_files(True)
             self._cfs[cf].ingest_external_file(files, opts)
@@ -285,6 +302,43 @@ class RocksStore:
         self._handles.clear()
         if not keep:
             del self._db  # its last view: let go without a flush
+
+
+def _read_back(files: Sequence[str]) -> None:
+    """Read the files into the page cache while they fit in the memory the system has
+    available, less `_READ_BACK_RESERVE` of it. RocksDB's file writer drops the pages of the
+    files it writes, so without this a bulk-loaded state answers its first lookups from the disk
+    (a random read each: a query ~5 times slower than from the page cache at 100M stored). Each
+    file is read twice: a page read once sits on the kernel's inactive list, the first evicted
+    as other files are read (5% of a 100M state was gone after one pass on a busy host); a
+    second read moves it to the active list. A pass costs well under a second a GB."""
+    budget = _available_bytes() * (1 - _READ_BACK_RESERVE)
+    done, read = 0, 0
+    buffer = bytearray(_READ_BACK_CHUNK)
+    for path in files:
+        size = os.path.getsize(path)
+        if done + size > budget:
+            break
+        with open(path, "rb", buffering=0) as f:
+            for _ in range(2):
+                f.seek(0)
+                while f.readinto(buffer):
+                    pass
+        done, read = done + size, read + 1
+    log.info("bulk-loaded files read into the page cache files=%d of=%d bytes=%d",
+             read, len(files), done)
+
+
+def _available_bytes() -> int:
+    """Memory the system can give without swapping (Linux `MemAvailable`; 0 elsewhere)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) << 10
+    except OSError:
+        pass
+    return 0
 
 
 def _held_bytes(table: Rdict) -> int:

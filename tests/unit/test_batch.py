@@ -171,17 +171,17 @@ def test_collector_paused_only_during_a_batch(monkeypatch: pytest.MonkeyPatch) -
         gc.enable()
 
 
-@pytest.mark.parametrize(("capacity", "partitioned", "hits"), [
+@pytest.mark.parametrize(("capacity", "large", "hits"), [
     (500_000, False, False),  # the default: tables within the block cache, lookups mostly miss
     (10**7, True, False),
     (10**8, True, True),  # nearly every bucket of the tables holds entries
 ])
 def test_the_engine_store_reads_its_block_tables_as_their_size_at_capacity_asks(
-        tmp_path: Path, capacity: int, partitioned: bool, hits: bool) -> None:
+        tmp_path: Path, capacity: int, large: bool, hits: bool) -> None:
     s = Settings()
     settings = replace(s, index=replace(s.index, capacity=capacity))
     engine_store(settings, str(tmp_path / "s"), sync=False).close()
-    two_level = families_whose_options_hold(tmp_path / "s", "index_type=kTwoLevelIndexSearch")
+    held = families_whose_options_hold(tmp_path / "s", "cache_index_and_filter_blocks=false")
     skipping = families_whose_options_hold(tmp_path / "s", "optimize_filters_for_hits=true")
-    assert two_level == ({"blocks"} if partitioned else set())
+    assert held == ({"blocks"} if large else set())
     assert skipping == ({"blocks"} if hits else set())

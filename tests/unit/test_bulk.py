@@ -34,6 +34,7 @@ def test_bulk_load_leaves_the_buckets_the_batch_insert_leaves(layout: Layout,
                                                               monkeypatch: pytest.MonkeyPatch,
                                                               tmp_path: Path) -> None:
     monkeypatch.setattr(bulk, "SLICE", 7)  # buckets cut across slices are kept whole
+    monkeypatch.setattr(bulk, "PART", 16)  # tables sorted in several parts
     monkeypatch.setattr(rocksdb, "INGEST_FILE_KEYS", 50)  # several files ingested together
     rng = np.random.default_rng(3)
     base = rng.integers(0, 2**64, 40, dtype=np.uint64)

@@ -10,7 +10,7 @@ from rocks_options import families_whose_options_hold
 
 from stream_dedup.engine.stored import TABLES
 from stream_dedup.errors import StateError
-from stream_dedup.state import WriteSet, disk_bytes, open_store
+from stream_dedup.state import WriteSet, disk_bytes, open_store, rocksdb
 from stream_dedup.state.rocksdb import RocksStore, directory_bytes
 
 pytestmark = pytest.mark.unit
@@ -41,18 +41,51 @@ def test_rocksdb_hash_memtables_only_where_asked(tmp_path: Path) -> None:
     assert hashed == {"anchors", "exact"}
 
 
-PARTITIONED = "index_type=kTwoLevelIndexSearch"
+HELD = "cache_index_and_filter_blocks=false"
 
 
-def test_block_tables_partition_their_index_and_filters_only_past_the_block_cache(
+def test_block_tables_hold_their_index_and_bypass_the_block_cache_only_past_it(
         tmp_path: Path) -> None:
     open_store("rocksdb", str(tmp_path / "a"), TABLES, block_cache_mb=8,
                index_bytes=8 << 20).close()
-    assert families_whose_options_hold(tmp_path / "a", PARTITIONED) == set()
+    assert families_whose_options_hold(tmp_path / "a", HELD) == set()
+    assert families_whose_options_hold(tmp_path / "a", "no_block_cache=true") == set()
     open_store("rocksdb", str(tmp_path / "b"), TABLES, block_cache_mb=8,
                index_bytes=(8 << 20) + 1).close()
-    assert families_whose_options_hold(tmp_path / "b", PARTITIONED) == {"blocks"}
-    assert "partition_filters=true" in max((tmp_path / "b").glob("OPTIONS-*")).read_text()
+    assert families_whose_options_hold(tmp_path / "b", HELD) == {"blocks"}
+    assert families_whose_options_hold(tmp_path / "b", "no_block_cache=true") == {"blocks"}
+
+
+@pytest.mark.parametrize(("hits", "filtered"), [(True, False), (False, True)])
+def test_bulk_loaded_block_files_carry_a_bloom_filter_only_where_lookups_mostly_miss(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hits: bool, filtered: bool) -> None:
+    monkeypatch.setattr(rocksdb, "_read_back", lambda files: None)
+    copies: list[bytes] = []  # the files' bytes, kept as they are ingested
+    real = rocksdb.IngestExternalFileOptions
+
+    def keeping() -> object:
+        copies.extend(p.read_bytes() for p in tmp_path.glob("s/ingest-*"))
+        return real()
+
+    monkeypatch.setattr(rocksdb, "IngestExternalFileOptions", keeping)
+    s = open_store("rocksdb", str(tmp_path / "s"), TABLES, block_cache_mb=1,
+                   index_bytes=2 << 20, index_hits=hits)
+    s.ingest("blocks", ((i.to_bytes(9, "big"), b"v" * 16) for i in range(5000)))
+    s.close()
+    assert copies
+    assert all((b"BloomFilter" in data) == filtered for data in copies)
+
+
+def test_bulk_load_reads_its_files_into_the_page_cache_as_far_as_memory_allows(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    files = []
+    for i, size in enumerate((3000, 3000, 3000)):
+        files.append(str(tmp_path / f"f{i}"))
+        Path(files[-1]).write_bytes(b"x" * size)
+    monkeypatch.setattr(rocksdb, "_available_bytes", lambda: 8000)  # 7000 after the reserve
+    with caplog.at_level("INFO"):
+        rocksdb._read_back(files)
+    assert "files=2 of=3 bytes=6000" in caplog.text
 
 
 @pytest.mark.parametrize(("index_bytes", "hits", "skipping"), [
@@ -64,7 +97,7 @@ def test_block_tables_skip_last_level_filters_only_when_large_and_lookups_mostly
     assert families_whose_options_hold(tmp_path / "s", "optimize_filters_for_hits=true") == skipping
 
 
-def test_partitioned_block_tables_find_what_was_loaded_and_written_and_nothing_else(
+def test_large_block_tables_find_what_was_loaded_and_written_and_nothing_else(
         tmp_path: Path) -> None:
     """Bulk-loaded files (the last level, filters skipped) and written keys (the memtable, then
     a file of their own) are found across a reopen; absent keys are not."""
