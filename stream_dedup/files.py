@@ -119,10 +119,9 @@ def input_size(path: str | Path) -> int | None:
         return None
 
 
-def count_lines(path: str | Path, most: int | None = None) -> int | None:
-    """Lines of a file (a pass over it, decompressed), for a progress bar's time left; with
-    `most`, the pass stops once it has found more than that many (the count then says only
-    that). None when it cannot be read (the run itself then reports why)."""
+def count_lines(path: str | Path) -> int | None:
+    """Lines of a file (a pass over it, decompressed), for a progress bar's time left; None when
+    it cannot be read (the run itself then reports why)."""
     try:
         with open_input(path) as stream:
             count = 0
@@ -130,8 +129,6 @@ def count_lines(path: str | Path, most: int | None = None) -> int | None:
             while chunk := stream.read(1 << 20):
                 count += chunk.count(b"\n")
                 last = chunk[-1:]
-                if most is not None and count > most:
-                    return count
             return count + (last != b"\n")
     except (InputError, OSError, EOFError, gzip.BadGzipFile):
         return None

@@ -33,13 +33,6 @@ def test_count_lines_counts_a_last_line_without_a_newline(path: Path, tmp_path: 
     assert count_lines(tmp_path / "none") is None
 
 
-def test_a_capped_count_stops_once_past_its_cap(tmp_path: Path) -> None:
-    big = tmp_path / "big.txt"
-    big.write_bytes(b"x\n" * (3 << 20))  # three reads of 1 MiB lines
-    assert count_lines(big, most=10) == 1 << 19  # the first read's lines: more than 10
-    assert count_lines(big, most=3 << 20) == 3 << 20
-
-
 def test_a_missing_or_broken_file_is_an_input_error_naming_it(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"none\.jsonl: No such file") as err:
         list(read_lines(tmp_path / "none.jsonl"))
