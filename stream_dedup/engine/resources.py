@@ -87,8 +87,7 @@ def cache_path() -> Path:
     """Where the resources of these sources are cached: by this module and the data files it
     ships, and by the package files it reads."""
     return user_cache.path_for("lexicon", _SHIPPED,
-                               [_package_dir(package) / name for package, name in _READ],
-                               "pickle")
+                               [_package_dir(package) / name for package, name in _READ])
 
 
 def _read(path: Path) -> Resources | None:

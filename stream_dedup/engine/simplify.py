@@ -67,7 +67,7 @@ def witnesses(config: str) -> npt.NDArray[np.bool_] | None:
     try:
         dictionaries = _dictionaries(config)
         path = user_cache.path_for("witnesses", [Path(__file__)],
-                                   [Path(config), *map(Path, dictionaries)], "pickle")
+                                   [Path(config), *map(Path, dictionaries)])
         codes = user_cache.read(path, _WHAT)
         if not isinstance(codes, np.ndarray):
             codes = _witness_codes(dictionaries)

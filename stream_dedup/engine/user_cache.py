@@ -23,7 +23,7 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 
-def path_for(kind: str, sources: Iterable[Path], data: Iterable[Path], suffix: str) -> Path:
+def path_for(kind: str, sources: Iterable[Path], data: Iterable[Path]) -> Path:
     """Where `kind` derived from these `sources` (read whole: the modules that derive it) and
     `data` (files known by their size and time: an upgrade rewrites them) is cached."""
     root = os.environ.get("STREAM_DEDUP_CACHE_DIR")
@@ -36,7 +36,7 @@ def path_for(kind: str, sources: Iterable[Path], data: Iterable[Path], suffix: s
     for path in data:
         stat = path.stat()
         digest.update(f"{path}:{stat.st_size}:{stat.st_mtime_ns};".encode())
-    return Path(root) / f"{kind}-{digest.hexdigest()[:20]}.{suffix}"
+    return Path(root) / f"{kind}-{digest.hexdigest()[:20]}.pickle"
 
 
 def read(path: Path, what: str) -> object | None:
