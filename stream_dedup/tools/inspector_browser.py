@@ -48,15 +48,19 @@ def headless_chromium(width: int = 1280, height: int = 900) -> Any:
 
 
 def click_and_wait(driver: Any, element: Any, timeout_s: float = 30.0) -> None:
-    """Click `element` and wait until the page it was on is gone (a form sent, a link
-    followed): a click returns before the next page has loaded."""
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.expected_conditions import staleness_of
+    """Click `element` and wait until the next page has loaded (a form sent, a link
+    followed): a click returns before it has. The page clicked on is marked in its window;
+    a loaded page without the mark is the next one. Chromium may answer a call made while
+    the document changes with an error of its own, not a stale element, so those are
+    retried until the timeout."""
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    page = driver.find_element(By.TAG_NAME, "html")
+    driver.execute_script("window.streamDedupPageLeft = true;")
     element.click()
-    WebDriverWait(driver, timeout_s).until(staleness_of(page))
+    WebDriverWait(driver, timeout_s, ignored_exceptions=(WebDriverException,)).until(
+        lambda d: d.execute_script(
+            "return document.readyState === 'complete' && !window.streamDedupPageLeft;"))
 
 
 class InspectServer:
