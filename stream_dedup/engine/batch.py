@@ -307,6 +307,8 @@ class Engine(Snapshots):
         rest: list[_Pending] = []
         for p, hit in zip(fresh, maybe, strict=True):
             matched = next(stored) if hit else None
+            if matched is not None and matched[0] == p.msg.id:
+                matched = None  # its own record of a write torn before its doc (`_record`)
             if matched is None:
                 matched = earlier.get(p.hash)
             if matched is not None:
@@ -445,20 +447,23 @@ class Engine(Snapshots):
         """Write the batch's state in one atomic write. The ids go first: a changelog that
         mirrors the write op by op (scope `key`) can lose its tail in a crash, and a restored
         state must never hold a message's doc or index entries without its id (the replayed
-        message would find its own doc and be called a copy of itself); the TTL keys go before
-        the docs, so a doc restored has the key that expires it."""
+        message would find its own doc and be called a copy of itself). The doc goes last: a
+        message whose doc is stored is replayed, never decided again, so everything else of it
+        must be there too (its index entries, the TTL key that expires it, the exact record its
+        repeats name); a message without its doc is decided again and passes over its own
+        records."""
         writes = WriteSet()
         ops = writes.ops  # appended directly, a table's ops in one run: ~10 ops a message
         keys = [seq_key(p.seq) for p in fresh]
         ops += zip(repeat("ids"), [p.msg.id.encode() for p in fresh], keys)
         tables.stage(writes)
         ops += [("ttl", ttl_key(p.msg.timestamp_ms, p.seq), b"") for p in fresh]
-        ops += [("docs", key, encode_doc(p.msg.timestamp_ms, p.fp, p.hash, p.verdict,
-                                         p.text if p.indexed else "", p.indexed))
-                for p, key in zip(fresh, keys, strict=True)]
         # the first message of its text: its repeats name it
         ops += [("exact", exact_key(p.hash), exact_value(p.seq, p.msg.id, p.ending))
                 for p in fresh if not p.repeat]
+        ops += [("docs", key, encode_doc(p.msg.timestamp_ms, p.fp, p.hash, p.verdict,
+                                         p.text if p.indexed else "", p.indexed))
+                for p, key in zip(fresh, keys, strict=True)]
         if fresh:
             self._max_ts = max(self._max_ts, max(p.msg.timestamp_ms for p in fresh))
         writes.put("meta", META_COUNTERS, struct.pack(">Qq", self._next_seq, self._max_ts))

@@ -32,10 +32,11 @@ Compaction keeps the newest record per key, which is exactly the store's content
 
 Within one write the `meta` records go first, then the rest in write order: a crash can leave
 only a prefix of a write in the changelog. With the engine's sequence counter ahead of the seqs
-it covers, a restored store may skip seqs but never hands one out twice; the engine writes its
-ids ahead of its docs and index entries (`Engine._record`), so a restored store never holds a
-message's doc without its id and a replayed message is recognised as itself (an id without its
-doc: the message is decided again, as the first time).
+it covers, a restored store may skip seqs but never hands one out twice. The engine writes a
+message's id first and its doc last (`Engine._record`): a restored doc means the message is
+replayed with its first verdict, and everything else of it (index entries, TTL key, exact
+record) was restored too; a message without its doc is decided again, as the first time, passing
+over its own records of the torn write.
 
 The Bloom filter snapshot (`meta`/`bloom`, written by `Engine.checkpoint`) stays local: it is
 sized from rate and window (tens to hundreds of MB), far over Kafka's 1 MB default record
