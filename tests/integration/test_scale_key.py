@@ -76,8 +76,8 @@ def produce_keyed(bootstrap: str, topic: str, lines: list[bytes]) -> None:
         producer.close()
 
 
-def per_key_verdicts(settings, lines: list[bytes]) -> dict[str, tuple[bool, str | None]]:
-    """id -> (duplicate?, matched id) from one engine per key over that key's messages, in file
+def per_key_verdicts(settings, lines: list[bytes]) -> dict[str, tuple[str, str | None]]:
+    """id -> (decision, matched id) from one engine per key over that key's messages, in file
     order, without scoping: the ground truth."""
     by_key: dict[bytes, list[Message]] = defaultdict(list)
     for n, raw in enumerate(lines):
@@ -89,7 +89,7 @@ def per_key_verdicts(settings, lines: list[bytes]) -> dict[str, tuple[bool, str 
         engine = Engine(settings, MemoryStore(TABLES))
         for i in range(0, len(messages), 1000):
             for v in engine.process(messages[i:i + 1000]):
-                out[v.id] = (v.is_duplicate, v.matched_id if v.is_duplicate else None)
+                out[v.id] = (str(v.decision), v.matched_id if v.is_duplicate else None)
     return out
 
 
@@ -158,8 +158,9 @@ def tracebacks_through_ours(text: str) -> list[str]:
 
 
 def check_verdicts(settings, topics: dict[str, str], lines: list[bytes]
-                   ) -> tuple[int, dict[str, tuple[bool, str | None]]]:
-    """Nothing lost, nothing dead, every verdict and matched id that of an engine per key;
+                   ) -> tuple[int, dict[str, tuple[str, str | None]]]:
+    """Nothing lost, nothing dead, every decision (exact, near, unique) and matched id that of
+    an engine per key;
     returns the records emitted more than once and the per-key truth."""
     k = settings.kafka
     unique = read_topic(k.bootstrap_servers, topics["output"])
@@ -173,8 +174,9 @@ def check_verdicts(settings, topics: dict[str, str], lines: list[bytes]
     got = {}
     for r in unique + dups:
         headers = as_dict(r.headers)
-        dup = headers[VERDICT] in ("exact", "near")
-        got.setdefault(id_of(r.value), set()).add((dup, headers[MATCHED_ID] if dup else None))
+        decision = headers[VERDICT]
+        got.setdefault(id_of(r.value), set()).add(
+            (decision, headers[MATCHED_ID] if decision in ("exact", "near") else None))
     wrong = {i: (sorted(v), truth[i]) for i, v in got.items() if v != {truth[i]}}
     assert not wrong, f"{len(wrong)} verdicts differ from the per-key engine: " \
                       f"{list(wrong.items())[:5]}"
@@ -249,7 +251,7 @@ def test_key_scope_two_processes_kill9_one(kafka_bootstrap, unique_topic, change
     print(f"\nscope key: {len(lines)} records, {CHANNELS} keys, 6 partitions, 2 processes; "
           f"victim owned {sorted(moved)}; survivor restored "
           f"{ {p: back[p] for p in sorted(moved)} } changelog records; 0 lost; "
-          f"{sum(d for d, _ in truth.values())} duplicates as per key; "
+          f"{sum(d != 'unique' for d, _ in truth.values())} duplicates as per key; "
           f"{twice} records emitted twice")
 
 
