@@ -307,8 +307,6 @@ class Engine(Snapshots):
         rest: list[_Pending] = []
         for p, hit in zip(fresh, maybe, strict=True):
             matched = next(stored) if hit else None
-            if matched is not None and matched[0] == p.msg.id:
-                matched = None  # its own record of a write torn before its doc (`_record`)
             if matched is None:
                 matched = earlier.get(p.hash)
             if matched is not None:
@@ -447,11 +445,11 @@ class Engine(Snapshots):
         """Write the batch's state in one atomic write. The ids go first: a changelog that
         mirrors the write op by op (scope `key`) can lose its tail in a crash, and a restored
         state must never hold a message's doc or index entries without its id (the replayed
-        message would find its own doc and be called a copy of itself). The doc goes last: a
+        message would find its own doc and be called a copy of itself), and the doc last: a
         message whose doc is stored is replayed, never decided again, so everything else of it
         must be there too (its index entries, the TTL key that expires it, the exact record its
-        repeats name); a message without its doc is decided again and passes over its own
-        records."""
+        repeats name). A restore applies whole writes only (`scale.changelog`); this order
+        keeps a changelog written without write ends as safe as a prefix can be."""
         writes = WriteSet()
         ops = writes.ops  # appended directly, a table's ops in one run: ~10 ops a message
         keys = [seq_key(p.seq) for p in fresh]

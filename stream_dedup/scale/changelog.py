@@ -19,7 +19,7 @@ Restoring it (`restore.py`)::
                                # tail after a valid checkpoint, else wiped and restored whole;
                                # with a `backoff`, a restore cut short starts again
     restore(inner, settings, topic, partition, timeout_s, max_record_bytes, start_offset=None)
-        -> RestoreReport(records, seconds, bytes, end_offset, start_offset)
+        -> RestoreReport(records, seconds, bytes, end_offset, start_offset, torn)
                                # start_offset (or the beginning) .. end offset seen at the start
     ensure_changelog_topics(settings, {topic: partitions}, max_record_bytes)  # compacted
     changelog_producer(settings, max_record_bytes) -> KafkaProducer  # idempotent, acks=all
@@ -30,13 +30,15 @@ store key; value = the stored value, or None (a tombstone, which compaction late
 delete is expanded into one tombstone per key, read from `inner` before the write is applied.
 Compaction keeps the newest record per key, which is exactly the store's content.
 
-Within one write the `meta` records go first, then the rest in write order: a crash can leave
-only a prefix of a write in the changelog. With the engine's sequence counter ahead of the seqs
-it covers, a restored store may skip seqs but never hands one out twice. The engine writes a
-message's id first and its doc last (`Engine._record`): a restored doc means the message is
-replayed with its first verdict, and everything else of it (index entries, TTL key, exact
-record) was restored too; a message without its doc is decided again, as the first time, passing
-over its own records of the torn write.
+Within one write the `meta` records go first, then the rest in write order, then the write's
+end (`WRITE_END`, a key of no table). A crash can leave only a prefix of a write in the
+changelog, and a prefix is no state the engine ever had: a message restored with its doc is
+replayed, while those after it are decided again against index entries and anchor postings
+their own torn records already changed (capped postings lose earlier posters to them). So a
+restore applies records up to the last write's end only; the records after it (a torn write)
+are set back by the restoring process, which writes each of their keys' values from before
+them (`rollback`) as a write of its own before any other: a later restore, which finds that
+write's end after them, gets the same state.
 
 The Bloom filter snapshot (`meta`/`bloom`, written by `Engine.checkpoint`) stays local: it is
 sized from rate and window (tens to hundreds of MB), far over Kafka's 1 MB default record
@@ -51,7 +53,8 @@ its last record (records after it that were acknowledged are sent twice: harmles
 compacted topic). Records are kept until acknowledged, so a broker restart loses nothing.
 (The idempotent producer acknowledges a partition's records in order; should a later one ever
 be acknowledged after an earlier one failed, the changelog holds a non-prefix of the write until
-the resend succeeds: a crash in between is the prefix rule's only gap.)
+the resend succeeds: a crash in between is the one case where a write's end follows records
+that are not its whole write.)
 
 Local checkpoint (`checkpoint.py`): a store closed in sync with its changelog (every record
 acknowledged, not detached) records the offset its directory holds, after syncing the
@@ -74,6 +77,7 @@ records only.
 from __future__ import annotations
 
 import logging
+import struct
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Protocol
@@ -100,6 +104,10 @@ class Producer(Protocol):
 
 
 _TAG = {cf: bytes([i]) for i, cf in enumerate(TABLES)}
+# The record after a write's records: its key is no table's tag; its value (never None, so
+# compaction keeps the newest) the number of records before it in the write.
+WRITE_END = b"\xff"
+_WRITE_END_VALUE = struct.Struct(">I")
 RESTORE_BATCH = 20_000  # records applied to the store per write while restoring
 FLUSH_SLICE_S = 1.0  # a flush waits in slices so that a shutdown request is noticed
 
@@ -117,7 +125,7 @@ def decode_key(record_key: bytes) -> tuple[str, bytes]:
 def changelog_records(inner: KVStore, writes: WriteSet) -> list[tuple[bytes, bytes | None]]:
     """The (key, value or None) records that mirror `writes`, meta first, each range delete
     expanded to the keys it removes: those in `inner` (call before the write is applied) and
-    those the write's own ops put there."""
+    those the write's own ops put there; then the write's end (`WRITE_END`), when it has any."""
     ops = [op for op in writes.ops if op[0] == "meta"] + [op for op in writes.ops
                                                            if op[0] != "meta"]
     out = [(encode_key(cf, key), value) for cf, key, value in ops if not local_only(cf, key)]
@@ -125,15 +133,44 @@ def changelog_records(inner: KVStore, writes: WriteSet) -> list[tuple[bytes, byt
         doomed = {key for key, _ in inner.scan(cf, start, end)}
         doomed.update(key for c, key, _ in writes.ops if c == cf and start <= key < end)
         out.extend((encode_key(cf, key), None) for key in sorted(doomed))
+    if out:
+        out.append((WRITE_END, _WRITE_END_VALUE.pack(len(out))))
     return out
 
 
 def to_writes(records: Iterable[tuple[bytes, bytes | None]]) -> WriteSet:
-    """The store writes that changelog records (in offset order) stand for."""
+    """The store writes that changelog records (in offset order) stand for; a write's end is
+    no store write."""
     writes = WriteSet()
     for record_key, value in records:
-        cf, key = decode_key(record_key)
-        writes.ops.append((cf, key, value))
+        if record_key != WRITE_END:
+            cf, key = decode_key(record_key)
+            writes.ops.append((cf, key, value))
+    return writes
+
+
+def after_last_end(records: Sequence[tuple[bytes, bytes | None]]) -> int | None:
+    """The index after the last write's end in `records`, None when they hold none."""
+    for i in range(len(records) - 1, -1, -1):
+        if records[i][0] == WRITE_END:
+            return i + 1
+    return None
+
+
+def rollback(inner: KVStore, torn: Iterable[tuple[bytes, bytes | None]]) -> WriteSet:
+    """The writes that undo the records of a write torn by a crash (its end never reached the
+    changelog): every key they touched set back to its value in `inner`, which holds the state
+    from before them, or deleted where it had none."""
+    by_table: dict[str, set[bytes]] = {}
+    for record_key, _ in torn:
+        if record_key != WRITE_END:
+            cf, key = decode_key(record_key)
+            by_table.setdefault(cf, set()).add(key)
+    writes = WriteSet()
+    for cf, keys in by_table.items():
+        ordered = sorted(keys)
+        writes.ops += [(cf, key, value) for key, value
+                       in zip(ordered, inner.get_many(cf, ordered), strict=True)]
     return writes
 
 

@@ -27,8 +27,9 @@ Per batch, in this order (the order is the delivery guarantee; the service does 
 3. The verdicts go back to the service in the batch's order.
 4. The service delivers the outputs and waits for their acknowledgement.
 5. The service commits the input offsets.
-A crash before 5 replays the batch; the changelog then has (a prefix of) its state, and the
-restored engine recognises the ids it holds (their first verdict again), deciding the rest anew.
+A crash before 5 replays the batch; the changelog then has its state or none of it (a restore
+applies whole writes, `changelog.py`), and the restored engine recognises the ids it holds
+(their first verdict again), deciding the rest anew.
 Under `kafka.guarantee: exactly_once` the changelog records of 1 and the outputs and offsets of
 4 and 5 are in one transaction (or the changelog records in the transaction of the batch
 before, committed first); a transaction aborted while running makes the service `forget` its

@@ -8,7 +8,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
@@ -23,21 +23,31 @@ from ..kafka.topics import TIMEOUT_MS, admin, cluster
 from ..state import open_store
 from ..state.store import KVStore
 from . import checkpoint
-from .changelog import RESTORE_BATCH, ChangelogStore, Producer, to_writes
+from .changelog import (
+    RESTORE_BATCH,
+    ChangelogStore,
+    Producer,
+    after_last_end,
+    rollback,
+    to_writes,
+)
 
 log = logging.getLogger(__name__)
+TAIL_RECORDS = 1 << 16  # the first span read back from a changelog's end for its last write's end
 
 
 @dataclass(frozen=True, slots=True)
 class RestoreReport:
     """What a restore read: records and their key+value bytes, wall time, and the changelog
-    offsets it read from (0 or the log start: from the beginning) and up to."""
+    offsets it read from (0 or the log start: from the beginning) and up to. `torn`: the
+    records of a write cut short by a crash (after the last write's end), not applied."""
 
     records: int
     seconds: float
     bytes: int
     end_offset: int
     start_offset: int = 0
+    torn: tuple[tuple[bytes, bytes | None], ...] = ()
 
 
 class CheckpointMismatch(ServiceError):
@@ -72,43 +82,84 @@ def restore(inner: KVStore, settings: KafkaSettings, topic: str, partition: int,
             start_offset: int | None = None,
             stopping: Callable[[], bool] = lambda: False) -> RestoreReport:
     """Apply the changelog partition, from `start_offset` (None: its beginning, into an empty
-    `inner`) to the end offset it has when the restore starts, to `inner`. ServiceError when
-    it does not finish within `timeout_s`; CheckpointMismatch when `start_offset` is before
-    the partition's first offset or after its end; CutShort as soon as `stopping()` (a stop
-    was asked: the next start restores again, and records applied twice are harmless)."""
+    `inner`) to the last write's end before the end offset it has when the restore starts, to
+    `inner`; the records after that end (a write a crash cut short) come back in `torn`,
+    unapplied. A changelog without any write's end (written before they were) is applied
+    whole. ServiceError when it does not finish within `timeout_s`; CheckpointMismatch when
+    `start_offset` is before the partition's first offset or after its end; CutShort as soon
+    as `stopping()` (a stop was asked: the next start restores again, and records applied
+    twice are harmless)."""
     started = time.monotonic()
     tp = TopicPartition(topic, partition)
     reader = _reader(settings, max_record_bytes)
     records = size = 0
+    torn: list[tuple[bytes, bytes | None]] = []
     try:
         reader.assign([tp])
         end = reader.end_offsets([tp])[tp]
         first = reader.beginning_offsets([tp])[tp]
+        whole = start_offset is None
         if start_offset is None:
             start_offset = first
         elif not first <= start_offset <= end:
             raise CheckpointMismatch(f"checkpoint offset {start_offset} of changelog "
                                      f"{topic}/{partition} is outside {first}..{end}")
-        reader.seek(tp, start_offset)
-        while reader.position(tp) < end:
-            if stopping():
-                raise CutShort(f"restoring changelog {topic}/{partition} at offset "
-                               f"{reader.position(tp)} of {end}")
-            left = timeout_s - (time.monotonic() - started)
-            if left <= 0:
-                raise ServiceError(
-                    f"restoring changelog {topic}/{partition} did not reach offset {end} within "
-                    f"{timeout_s:.0f} s (at {reader.position(tp)}): raise scale.restore_timeout_s")
-            got = [(r.key, r.value)
-                   for batch in reader.poll(timeout_ms=int(min(left, 1.0) * 1000)).values()
-                   for r in batch if r.offset < end]
-            if got:
-                inner.write(to_writes(got))
-                records += len(got)
-                size += sum(len(k) + len(v or b"") for k, v in got)
+        read = _Reader(reader, tp, started + timeout_s, stopping)
+        complete = read.last_end(start_offset, end)
+        if complete is None:  # none since the checkpoint: all torn; none at all: older format
+            complete = end if whole else start_offset
+        for got in read.span(start_offset, end):
+            done = [(k, v) for o, k, v in got if o < complete]
+            torn += [(k, v) for o, k, v in got if o >= complete]
+            if done:
+                inner.write(to_writes(done))
+                records += len(done)
+                size += sum(len(k) + len(v or b"") for k, v in done)
     finally:
         reader.close()
-    return RestoreReport(records, time.monotonic() - started, size, end, start_offset)
+    return RestoreReport(records, time.monotonic() - started, size, end, start_offset,
+                         tuple(torn))
+
+
+class _Reader:
+    """Reads offset ranges of one changelog partition, within a deadline, stopping when asked."""
+
+    def __init__(self, reader: KafkaConsumer, tp: TopicPartition, deadline: float,
+                 stopping: Callable[[], bool]) -> None:
+        self.reader, self.tp, self.deadline, self.stopping = reader, tp, deadline, stopping
+
+    def span(self, start: int, end: int) -> Iterator[list[tuple[int, bytes, bytes | None]]]:
+        """The (offset, key, value) records from `start` to `end`, a poll's worth at a time."""
+        tp = self.tp
+        self.reader.seek(tp, start)
+        while self.reader.position(tp) < end:
+            if self.stopping():
+                raise CutShort(f"restoring changelog {tp.topic}/{tp.partition} at offset "
+                               f"{self.reader.position(tp)} of {end}")
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise ServiceError(
+                    f"restoring changelog {tp.topic}/{tp.partition} did not reach offset {end} "
+                    f"in time (at {self.reader.position(tp)}): raise scale.restore_timeout_s")
+            got = [(r.offset, r.key, r.value)
+                   for batch in self.reader.poll(timeout_ms=int(min(left, 1.0) * 1000)).values()
+                   for r in batch if r.offset < end]
+            if got:
+                yield got
+
+    def last_end(self, start: int, end: int) -> int | None:
+        """The offset after the last write's end between `start` and `end`, None when there
+        is none: read backwards from `end` in spans that double, as a write's records are
+        few next to the changelog's."""
+        span = TAIL_RECORDS
+        while end > start:
+            lo = max(start, end - span)
+            rows = [row for got in self.span(lo, end) for row in got]
+            after = after_last_end([(k, v) for _, k, v in rows])
+            if after is not None:
+                return rows[after - 1][0] + 1
+            end, span = lo, span * 2
+        return None
 
 
 def open_state(settings: Settings, directory: str, producer: Producer, topic: str,
@@ -138,6 +189,14 @@ def open_state(settings: Settings, directory: str, producer: Producer, topic: st
     store = ChangelogStore(inner, producer, topic, partition, backoff,
                            directory if durable else None)
     store.end_offset = report.end_offset
+    if report.torn:
+        # The torn write's keys set back in the changelog too, before any new write: a later
+        # write's end would otherwise make a later restore take them as complete.
+        undo = rollback(inner, report.torn)
+        log.warning("changelog %s/%d: %d records of a write a crash cut short set back (%d keys)",
+                    topic, partition, len(report.torn), len(undo.ops))
+        store.write(undo)
+        store.flush(settings.kafka.produce_timeout_s)
     return store, report
 
 
