@@ -252,7 +252,8 @@ def test_key_scope_two_processes_kill9_one(kafka_bootstrap, unique_topic, change
           f"victim owned {sorted(moved)}; survivor restored "
           f"{ {p: back[p] for p in sorted(moved)} } changelog records; 0 lost; "
           f"{sum(d != 'unique' for d, _ in truth.values())} duplicates as per key; "
-          f"{twice} records emitted twice")
+          f"{twice} records emitted twice; "
+          f"{survivor_log.count('a crash cut short set back')} torn writes set back")
 
 
 def run_drained(settings, state: Path, log: Path, topic: str, lines: list[bytes]) -> None:
