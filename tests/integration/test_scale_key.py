@@ -3,7 +3,8 @@ partitions, each partition's state restored from its compacted changelog topic w
 a process stopped cleanly and started again on the same directories restores only what its
 partitions' changelogs gained meanwhile (the local checkpoint); and a broker killed while
 changelog records wait for their acknowledgement costs no exit and loses nothing, even when the
-outage outlasts the producer's delivery timeout (the store sends the expired records again).
+outage outlasts the producer's delivery timeout (the store sends the expired records again); and
+a write torn on the broker (its records without its end) is set back by the next owner.
 
 The keys are channels given to the dev stream's messages by a hash of their id, so every key's
 messages sit in one partition in file order, and the right answer is the engine run over each
@@ -38,7 +39,7 @@ from kafka_helpers import (
     wait_drained,
 )
 
-from stream_dedup.config import KafkaSettings, ScaleSettings
+from stream_dedup.config import KafkaSettings, ScaleSettings, Settings, StateSettings
 from stream_dedup.decode import decode
 from stream_dedup.engine.batch import Engine
 from stream_dedup.engine.stored import TABLES
@@ -47,11 +48,12 @@ from stream_dedup.kafka.retry import Backoff
 from stream_dedup.kafka.topics import admin, group_lag
 from stream_dedup.records import Message
 from stream_dedup.scale import checkpoint
-from stream_dedup.scale.changelog import ChangelogStore
+from stream_dedup.scale.changelog import WRITE_END, ChangelogStore, changelog_records
 from stream_dedup.scale.restore import (
     changelog_end,
     changelog_producer,
     ensure_changelog_topics,
+    open_state,
     restore,
 )
 from stream_dedup.state import MemoryStore, WriteSet
@@ -404,3 +406,47 @@ def test_changelog_records_that_expired_in_an_outage_are_sent_again(kafka_bootst
     assert report.records == store.end_offset
     for cf in TABLES:
         assert list(rebuilt.scan(cf, b"", b"\xff" * 8)) == list(store.scan(cf, b"", b"\xff" * 8))
+
+
+def test_a_write_torn_on_the_broker_is_set_back_by_the_next_owner(kafka_bootstrap, changelogs,
+                                                                  tmp_path):
+    """A write whose records reached the changelog without its end (the process died while
+    sending them): the next owner restores the writes before it and sends the torn keys'
+    earlier values (or tombstones) and an end after them, so a restore after its next write,
+    whose end follows the torn records, still gets the state without them."""
+    k = KafkaSettings(bootstrap_servers=kafka_bootstrap)
+    settings = Settings(kafka=k, state=StateSettings(backend="memory"))
+    topic = f"torn-changelog-{uuid.uuid4().hex[:8]}"
+    changelogs.append(topic)
+    ensure_changelog_topics(k, {topic: 1}, 1 << 20)
+    producer = changelog_producer(k, 1 << 20)
+    try:
+        first = ChangelogStore(MemoryStore(TABLES), producer, topic, 0)
+        whole = WriteSet()
+        for i in range(300):
+            whole.put("docs", b"%06d" % i, b"whole-%d" % i)
+        first.write(whole)
+        first.flush(30.0)
+        torn = WriteSet()
+        for i in range(200, 400):  # 100 keys changed, 100 new
+            torn.put("docs", b"%06d" % i, b"torn-%d" % i)
+        records = changelog_records(first.inner, torn)
+        assert records[-1][0] == WRITE_END
+        for key, value in records[:-1]:
+            producer.send(topic, key=key, value=value, partition=0)
+        producer.flush(30.0)
+        expected = [b"whole-%d" % i for i in range(300)] + [None] * 100
+        keys = [b"%06d" % i for i in range(400)]
+        store, report = open_state(settings, str(tmp_path / "a"), producer, topic, 0)
+        assert len(report.torn) == 200 and report.records == 301
+        assert store.get_many("docs", keys) == expected
+        assert store.in_sync and store.end_offset == changelog_end(k, topic, 0) == 301 + 200 + 201
+        later = WriteSet()  # its end follows the torn records: set back, they stay set back
+        later.put("docs", b"later", b"1")
+        store.write(later)
+        store.flush(30.0)
+        again, report = open_state(settings, str(tmp_path / "b"), producer, topic, 0)
+        assert report.torn == ()
+        assert again.get_many("docs", [*keys, b"later"]) == [*expected, b"1"]
+    finally:
+        producer.close()
