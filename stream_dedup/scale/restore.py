@@ -104,7 +104,7 @@ def restore(inner: KVStore, settings: KafkaSettings, topic: str, partition: int,
         elif not first <= start_offset <= end:
             raise CheckpointMismatch(f"checkpoint offset {start_offset} of changelog "
                                      f"{topic}/{partition} is outside {first}..{end}")
-        read = _Reader(reader, tp, started + timeout_s, stopping)
+        read = _Reader(reader, tp, started, timeout_s, stopping)
         complete = read.last_end(start_offset, end)
         if complete is None:  # none since the checkpoint: all torn; none at all: older format
             complete = end if whole else start_offset
@@ -122,11 +122,13 @@ def restore(inner: KVStore, settings: KafkaSettings, topic: str, partition: int,
 
 
 class _Reader:
-    """Reads offset ranges of one changelog partition, within a deadline, stopping when asked."""
+    """Reads offset ranges of one changelog partition, all within `timeout_s` of `started`,
+    stopping when asked."""
 
-    def __init__(self, reader: KafkaConsumer, tp: TopicPartition, deadline: float,
-                 stopping: Callable[[], bool]) -> None:
-        self.reader, self.tp, self.deadline, self.stopping = reader, tp, deadline, stopping
+    def __init__(self, reader: KafkaConsumer, tp: TopicPartition, started: float,
+                 timeout_s: float, stopping: Callable[[], bool]) -> None:
+        self.reader, self.tp, self.stopping = reader, tp, stopping
+        self.deadline, self.timeout_s = started + timeout_s, timeout_s
 
     def span(self, start: int, end: int) -> Iterator[list[tuple[int, bytes, bytes | None]]]:
         """The (offset, key, value) records from `start` to `end`, a poll's worth at a time."""
@@ -140,7 +142,8 @@ class _Reader:
             if left <= 0:
                 raise ServiceError(
                     f"restoring changelog {tp.topic}/{tp.partition} did not reach offset {end} "
-                    f"in time (at {self.reader.position(tp)}): raise scale.restore_timeout_s")
+                    f"within {self.timeout_s:.0f} s (at {self.reader.position(tp)}): raise "
+                    "scale.restore_timeout_s")
             got = [(r.offset, r.key, r.value)
                    for batch in self.reader.poll(timeout_ms=int(min(left, 1.0) * 1000)).values()
                    for r in batch if r.offset < end]

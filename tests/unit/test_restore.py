@@ -13,6 +13,7 @@ from test_changelog import FakeProducer, backoff, two_docs
 
 from stream_dedup.config import ScaleSettings, Settings, StateSettings
 from stream_dedup.engine.stored import TABLES
+from stream_dedup.errors import ServiceError
 from stream_dedup.kafka.retry import Backoff, CutShort
 from stream_dedup.scale import checkpoint, restore
 from stream_dedup.scale.changelog import WRITE_END, ChangelogStore
@@ -275,3 +276,13 @@ def test_a_changelog_without_write_ends_is_applied_whole(tmp_path, fake_changelo
     assert report.records == 2 and report.torn == ()
     assert store.get_many("docs", [b"1", b"2"]) == [b"a", b"b"]
     store.close()
+
+
+def test_a_restore_out_of_time_says_which_setting_to_raise(tmp_path, fake_changelog) -> None:
+    two_docs(ChangelogStore(MemoryStore(TABLES), fake_changelog.producer, "cl", 0))
+    fake_changelog.producer.flush(1.0)
+    slow = Settings(state=StateSettings(backend="rocksdb"),
+                    scale=ScaleSettings(restore_timeout_s=0.0))
+    with pytest.raises(ServiceError, match=r"restoring changelog cl/0 did not reach offset 3 "
+                                           r"within 0 s \(at 0\): raise scale.restore_timeout_s"):
+        open_state(slow, str(tmp_path / "a"), fake_changelog.producer, "cl", 0)
