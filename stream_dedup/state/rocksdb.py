@@ -178,15 +178,14 @@ class RocksStore:
         opts = _options(cache)
         large = index_bytes > block_cache_mb << 20
         blocks = _BlockReads(index_block_kb << 10, large, large and index_hits)
-        self._cf_opts, self._ingest_opts = {}, {}
-        for cf in tables:
-            reads = blocks if cf in _SMALL_READS else None
-            shape = (cache, cf in _MOSTLY_MISSED, cf in lookups_only, cf in _TEXTS,
-                     cf in _REWRITTEN, reads)
-            self._cf_opts[cf] = _options(*shape)
-            self._ingest_opts[cf] = _options(*shape, filtered=not (reads and reads.hits))
+        # Each table's options as `_options` arguments; a bulk load's files are written with
+        # them too (`ingest`), without a filter where lookups mostly hit.
+        self._shapes = {cf: (cache, cf in _MOSTLY_MISSED, cf in lookups_only, cf in _TEXTS,
+                             cf in _REWRITTEN, blocks if cf in _SMALL_READS else None)
+                        for cf in tables}
         try:
-            self._db = Rdict(path, opts, column_families=self._cf_opts)
+            self._db = Rdict(path, opts, column_families={cf: _options(*shape) for cf, shape
+                                                          in self._shapes.items()})
         except Exception as exc:  # rocksdict raises bare exceptions
             text = str(exc)
             if f"{os.sep}LOCK" in text:  # its lock file; not "block" in a refused option
@@ -248,6 +247,9 @@ class RocksStore:
         `INGEST_FILE_KEYS` keys, so its Bloom filter fits a shard of the block cache (a file's
         filter that does not is read from disk at every lookup: ~100 times slower). The files
         are read back into the page cache as far as memory allows (`_read_back`)."""
+        shape = self._shapes[cf]
+        reads = shape[-1]
+        ingest_opts = _options(*shape, filtered=not (reads and reads.hits))
         files: list[str] = []
         count = 0
         try:
@@ -257,7 +259,7 @@ class RocksStore:
                     if writer is not None:
                         writer.finish()
                     files.append(os.path.join(self.path, f"ingest-{cf}-{len(files)}.sst"))
-                    writer = SstFileWriter(self._ingest_opts[cf])
+                    writer = SstFileWriter(ingest_opts)
                     writer.open(files[-1])
                 writer[key] = value
                 count += 1
