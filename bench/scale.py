@@ -1,6 +1,6 @@
 """Scale of the block tables: fill a RocksDB state to each size and measure inserts and queries.
 
-    python bench/scale.py [--sizes 1000000 10000000] [--queries 20000] [--inserts 100000]
+    python bench/scale.py [--sizes 1000000 10000000 30000000] [--queries 20000] [--inserts 100000]
                           [--near 200000] [--capacity N] [--layout auto|blocks|permuted]
                           [--name NAME]
 
@@ -222,7 +222,7 @@ def measure(size: int, args: argparse.Namespace, texts: list[str], state: str,
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000, 30_000_000])
     parser.add_argument("--queries", type=int, default=20_000)
     parser.add_argument("--inserts", type=int, default=100_000,
                         help="the last fingerprints, inserted through the engine's batch insert")
