@@ -162,10 +162,8 @@ def rollback(inner: KVStore, torn: Iterable[tuple[bytes, bytes | None]]) -> Writ
     changelog): every key they touched set back to its value in `inner`, which holds the state
     from before them, or deleted where it had none."""
     by_table: dict[str, set[bytes]] = {}
-    for record_key, _ in torn:
-        if record_key != WRITE_END:
-            cf, key = decode_key(record_key)
-            by_table.setdefault(cf, set()).add(key)
+    for cf, key, _ in to_writes(torn).ops:
+        by_table.setdefault(cf, set()).add(key)
     writes = WriteSet()
     for cf, keys in by_table.items():
         ordered = sorted(keys)
