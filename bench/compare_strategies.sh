@@ -23,5 +23,5 @@ run() {  # name stream [eval options...]
 }
 run dev "$DEV"
 run longtext "$LONG" --config bench/longtext.yaml
-stream-dedup eval "$DEV" --compare --markdown "$OUT/anchors.md" | tee "$OUT/anchors.txt"
-python bench/results.py "$OUT/anchors.md" stream-dedup eval "$(basename "$DEV")" --compare
+stream-dedup eval "$DEV" --compare --runs 3 --markdown "$OUT/anchors.md" | tee "$OUT/anchors.txt"
+python bench/results.py "$OUT/anchors.md" stream-dedup eval "$(basename "$DEV")" --compare --runs 3

@@ -119,6 +119,9 @@ def _add_eval(sub: argparse._SubParsersAction) -> None:
     e.add_argument("input", help="labelled JSONL(.gz): id, text, cluster, kind")
     e.add_argument("--compare", action="store_true",
                    help="also run the anchors (datasketch MinHashLSH, simhash package)")
+    e.add_argument("--runs", type=_positive, default=1, metavar="N",
+                   help="with --compare: run the comparison N times and print each speed "
+                        "ratio's min, median and max over the runs (default: 1)")
     e.add_argument("--json", action="store_true", help="print one JSON object")
     e.add_argument("--state", metavar="DIR", help="state directory (default: a temporary one)")
     e.add_argument("--strategies", type=_strategies, metavar="all|NAME[,NAME...]",
@@ -262,6 +265,17 @@ def build_parser() -> argparse.ArgumentParser:
                 _add_inspect, _add_run, _add_produce, _add_topics, _add_stage, _add_demo):
         add(sub)
     return parser
+
+
+def _positive(value: str) -> int:
+    """A whole number of at least 1, for argparse."""
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value!r}")
+    return number
 
 
 def _strategies(value: str) -> tuple[str, ...]:

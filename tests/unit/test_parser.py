@@ -86,6 +86,9 @@ def test_an_unknown_option_of_every_command_is_one_error_line(
         (["stage", "join"], "argument stage: invalid choice: 'join'"),
         (["topics"], "the following arguments are required: create"),
         (["eval", "--strategies", "simhash,nope"], "unknown strategy nope"),
+        (["eval", "in.jsonl", "--runs", "0"], "argument --runs: expected a whole number of at "
+                                              "least 1, got '0'"),
+        (["eval", "in.jsonl", "--runs", "three"], "got 'three'"),
         (["--log-format", "xml", "check", "a", "b"], "argument --log-format: invalid choice"),
     ],
 )

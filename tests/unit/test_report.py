@@ -55,3 +55,13 @@ def test_text_tables_are_aligned_and_show_missing_kinds_as_dash() -> None:
     assert negatives.splitlines()[3].split() == ["datasketch-0.4", "0.960"]
     assert "150,000" in stages
     assert speed == "ours speed against each: datasketch-0.4 2.74x"
+
+
+def test_repeated_runs_add_each_ratios_min_median_and_max() -> None:
+    ratios = {"datasketch-0.4": [9.5, 8.25, 10.0]}
+    speed, over_runs = render_text(ROWS, ratios=ratios).strip().split("\n\n")[-2:]
+    assert speed == "ours speed against each: datasketch-0.4 2.74x"  # the first run's
+    assert over_runs == ("ours speed against each over 3 runs (min / median / max): "
+                         "datasketch-0.4 8.25x / 9.50x / 10.00x")
+    assert json.loads(render_json(ROWS, ratios=ratios))["speed_ratios"] == ratios
+    assert "speed_ratios" not in as_json(ROWS)

@@ -99,3 +99,21 @@ def test_two_passes_bracketing_the_others_give_one_row_over_both() -> None:
     other = run(SeenText(), STREAM[:3])
     with pytest.raises(ValueError, match="scored differently"):
         bracketed(first, other)
+
+
+def test_speed_ratios_are_the_first_rows_speed_over_each_others_run_by_run() -> None:
+    from dataclasses import replace
+
+    from stream_dedup.tools.eval.runner import speed_ratios
+
+    ours, theirs = run(SeenText(), STREAM), run(Staged(), STREAM)
+
+    def one_run(mine: float, other: float) -> list:
+        return [replace(ours, msgs_per_s=mine), replace(theirs, msgs_per_s=other)]
+
+    ratios = speed_ratios([one_run(900.0, 100.0), one_run(800.0, 200.0), one_run(600.0, 100.0)])
+    assert ratios == {"staged": [9.0, 4.0, 6.0]}
+    assert "seen-text" not in ratios  # the first row is what the others are measured against
+    different = [replace(ours, msgs_per_s=1.0), run(Staged(), STREAM[:3])]
+    with pytest.raises(ValueError, match="staged: runs of the comparison scored differently"):
+        speed_ratios([one_run(900.0, 100.0), different])

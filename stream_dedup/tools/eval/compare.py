@@ -54,6 +54,8 @@ class Comparison:
     rows: list[Row] = field(default_factory=list)
     curves: list[Curve] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # With repeated runs: the first row's speed as a multiple of each other's, run by run.
+    ratios: dict[str, list[float]] = field(default_factory=dict)
 
 
 def compare(labelled: Sequence[LabelledMessage], settings: Settings, names: Sequence[str],

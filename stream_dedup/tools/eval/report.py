@@ -3,13 +3,15 @@
 The JSON shape is a contract other tools read: ``{"rows": [{"method", "precision", "recall",
 "f1", "msgs_per_s", "per_kind", "hard_negatives_flagged", ...}]}`` with fractions (not
 percents); keys after those may be added, never renamed. Strategy comparisons add
-``"fingerprint_only": [{"method", "at_k", "best", "curve"}]`` (`distances.Curve`).
+``"fingerprint_only": [{"method", "at_k", "best", "curve"}]`` (`distances.Curve`); repeated runs
+add ``"speed_ratios": {method: [the first row's speed over this method's, one a run]}``.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from statistics import median
 from typing import TYPE_CHECKING, Any
 
 from stream_dedup.tools.eval.distances import Curve
@@ -21,10 +23,12 @@ if TYPE_CHECKING:
 _CURVE_HEADER = ["method", "P@k", "R@k", "F1@k", "best F1", "at t", "P", "R", "hard-neg flagged"]
 
 
-def render_text(rows: Sequence[Row], curves: Sequence[Curve] = (), k: int = 3) -> str:
+def render_text(rows: Sequence[Row], curves: Sequence[Curve] = (), k: int = 3,
+                ratios: Mapping[str, Sequence[float]] | None = None) -> str:
     """The scores table, then per-kind recall and hard negatives flagged per kind, then stage
-    throughput when any row has it, the first row's speed as a multiple of each other's, then
-    the fingerprint-alone scores when strategies were compared."""
+    throughput when any row has it, the first row's speed as a multiple of each other's (and
+    over repeated runs, `ratios`), then the fingerprint-alone scores when strategies were
+    compared."""
     summary = _table(
         ["method", "P", "R", "F1", "msgs/s", "hard-neg flagged"],
         [
@@ -57,6 +61,8 @@ def render_text(rows: Sequence[Row], curves: Sequence[Curve] = (), k: int = 3) -
         sections.append(f"{rows[0].method} speed against each: " + ", ".join(
             f"{row.method} {rows[0].msgs_per_s / row.msgs_per_s:.2f}x"
             for row in rows[1:] if row.msgs_per_s))
+    if ratios:
+        sections.append(_over_runs(rows[0].method, ratios))
     if curves:
         sections.append(f"fingerprint alone: a duplicate when the nearest earlier message is "
                         f"within t bits (k = {k}; no anchors, no verification)\n"
@@ -64,15 +70,27 @@ def render_text(rows: Sequence[Row], curves: Sequence[Curve] = (), k: int = 3) -
     return "\n\n".join(sections) + "\n"
 
 
-def as_json(rows: Sequence[Row], curves: Sequence[Curve] = (), k: int = 3) -> dict[str, Any]:
+def as_json(rows: Sequence[Row], curves: Sequence[Curve] = (), k: int = 3,
+            ratios: Mapping[str, Sequence[float]] | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"rows": [_row_json(row) for row in rows]}
     if curves:
         out["fingerprint_only"] = [_curve_json(c, k) for c in curves]
+    if ratios:
+        out["speed_ratios"] = {method: list(values) for method, values in ratios.items()}
     return out
 
 
-def render_json(rows: Sequence[Row], curves: Sequence[Curve] = (), k: int = 3) -> str:
-    return json.dumps(as_json(rows, curves, k), ensure_ascii=False, indent=2) + "\n"
+def render_json(rows: Sequence[Row], curves: Sequence[Curve] = (), k: int = 3,
+                ratios: Mapping[str, Sequence[float]] | None = None) -> str:
+    return json.dumps(as_json(rows, curves, k, ratios), ensure_ascii=False, indent=2) + "\n"
+
+
+def _over_runs(first: str, ratios: Mapping[str, Sequence[float]]) -> str:
+    """The first method's speed as a multiple of each other's over repeated runs."""
+    runs = len(next(iter(ratios.values())))
+    return (f"{first} speed against each over {runs} runs (min / median / max): " + ", ".join(
+        f"{method} {min(values):.2f}x / {median(values):.2f}x / {max(values):.2f}x"
+        for method, values in ratios.items()))
 
 
 def render_markdown(found: Comparison, k: int, title: str) -> str:
@@ -91,6 +109,8 @@ def render_markdown(found: Comparison, k: int, title: str) -> str:
             out += ["", label, "", _markdown(["method", *kinds], [
                 [row.method, *(_fraction(getattr(row.scores, field).get(n)) for n in kinds)]
                 for row in rows])]
+    if found.ratios:
+        out += ["", _over_runs(rows[0].method, found.ratios)]
     if found.curves:
         out += ["", f"fingerprint alone (distance to the nearest earlier message <= t; k = {k})",
                 "", _markdown(_CURVE_HEADER, [_curve_cells(c, k) for c in found.curves])]

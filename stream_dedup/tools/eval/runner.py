@@ -85,3 +85,17 @@ def _over_both(rate_a: float, rate_b: float) -> float:
 
 def _stage_seconds(detector: Detector) -> dict[str, float]:
     return dict(detector.stage_seconds()) if isinstance(detector, StageTimed) else {}
+
+
+def speed_ratios(runs: Sequence[Sequence[Row]]) -> dict[str, list[float]]:
+    """The first row's speed as a multiple of each other row's, in each of `runs` (the same
+    methods in the same order every run, each scoring alike in all): measured in one run, a
+    ratio moves less with the host than either speed does, and its spread over runs is the
+    host's noise."""
+    first = runs[0]
+    for rows in runs[1:]:
+        for row, same in zip(rows, first, strict=True):
+            if row.method != same.method or row.scores != same.scores:
+                raise ValueError(f"{row.method}: runs of the comparison scored differently")
+    return {row.method: [rows[0].msgs_per_s / rows[n].msgs_per_s for rows in runs]
+            for n, row in enumerate(first) if n and all(rows[n].msgs_per_s for rows in runs)}
