@@ -15,7 +15,7 @@ from statistics import median
 from typing import TYPE_CHECKING, Any
 
 from stream_dedup.tools.eval.distances import Curve
-from stream_dedup.tools.eval.runner import Row
+from stream_dedup.tools.eval.runner import Row, speed_ratios
 
 if TYPE_CHECKING:
     from stream_dedup.tools.eval.compare import Comparison
@@ -59,8 +59,7 @@ def render_text(rows: Sequence[Row], curves: Sequence[Curve] = (), k: int = 3,
         sections.append("msgs/s per stage\n" + _table(["method", *stages], cells))
     if len(rows) > 1 and rows[0].msgs_per_s:
         sections.append(f"{rows[0].method} speed against each: " + ", ".join(
-            f"{row.method} {rows[0].msgs_per_s / row.msgs_per_s:.2f}x"
-            for row in rows[1:] if row.msgs_per_s))
+            f"{method} {ratio:.2f}x" for method, (ratio,) in speed_ratios([rows]).items()))
     if ratios:
         sections.append(_over_runs(rows[0].method, ratios))
     if curves:
